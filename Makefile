@@ -1,0 +1,50 @@
+# Sleuth — make help lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+UV := $(VENV)/bin/uv
+export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
+export UV_LINK_MODE := copy
+STAMP := $(VENV)/.sleuth-installed
+
+.DEFAULT_GOAL := help
+.PHONY: help install run test test-fast lint bench demo-question demo-kubectl clean
+
+help: ## List the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
+
+$(UV):
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check uv
+
+$(STAMP): $(UV) uv.lock pyproject.toml $(wildcard libs/*/pyproject.toml services/*/pyproject.toml)
+	@$(UV) sync --frozen --all-packages --quiet
+	@touch $(STAMP)
+
+install: $(STAMP) ## Create .venv with every member and the `sleuth` command (quick when nothing changed)
+
+run: install ## Start the whole stack with the demo cluster; web chat on http://127.0.0.1:8080
+	$(VENV)/bin/sleuth up
+
+test: install ## Run the whole test suite (real nats-server, Valkey, MCP over HTTP, simcluster over HTTPS)
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+
+test-fast: install ## Unit tests only (no processes)
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not connected and not e2e and not browser"
+
+lint: install ## ruff, import-linter and mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
+
+bench: install ## Print performance figures as ratios against floors measured in the same run
+	$(VENV)/bin/python -m sleuth.bench
+
+demo-question: install ## Ask the demo cluster a question offline, as alice
+	$(VENV)/bin/sleuth investigate --snapshot scenarios/demo --as alice --question "what is failing in team-a?" --format markdown
+
+demo-kubectl: install ## Print how to point kubectl at a running `make run` stack
+	@echo 'export KUBECONFIG=$$PWD/.sleuth/kubeconfig/alice.yaml; kubectl get pods -n team-a'
+
+clean: ## Remove the virtualenv and runtime state
+	rm -rf $(VENV) .sleuth

@@ -1,0 +1,152 @@
+"""Configuration groups shared by the services, and the YAML loader.
+
+Every service reads one YAML file (``--config``) into its own pydantic-settings model that
+composes the groups it needs; unknown sections are ignored, so one file can serve the whole
+stack. Environment variables override with the ``SLEUTH_`` prefix and ``__`` as the nesting
+delimiter (``SLEUTH_NATS__URL``). Secrets are never in the file: a field names the environment
+variable (``*_env``) or a file (``*_file``) that holds them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+__all__ = [
+    "AuthzSettings",
+    "ClusterSettings",
+    "LoggingSettings",
+    "McpServerSettings",
+    "NatsSettings",
+    "RedisSettings",
+    "ServiceSettings",
+    "load_settings",
+]
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class NatsSettings(_Group):
+    url: str = "nats://127.0.0.1:4222"
+    """NATS server URL(s), comma separated."""
+    connect_timeout: float = 2.0
+    """Seconds to wait for a connection at start-up."""
+
+
+class RedisSettings(_Group):
+    url: str = "redis://127.0.0.1:6379/0"
+    """Redis / Valkey URL."""
+    timeout: float = 1.0
+    """Socket timeout in seconds: Redis trouble surfaces quickly instead of hanging a request."""
+
+
+class LoggingSettings(_Group):
+    level: str = "INFO"
+    """Root log level."""
+    json_format: bool = False
+    """JSON lines (deployments) instead of plain text (local runs)."""
+
+
+class McpServerSettings(_Group):
+    name: str = "kube"
+    """Short name of the server, used in tool names and audit events."""
+    url: str = "http://127.0.0.1:8181/mcp"
+    """Streamable-HTTP endpoint of the MCP server."""
+    timeout: float = 10.0
+    """Per-call timeout in seconds."""
+    unscoped: bool = False
+    """Results everyone on the cluster may see (the result filter is skipped, not the argument check)."""
+    self_authorized: bool = False
+    """Forward the caller's identity as X-Remote-User; the server scopes itself."""
+    allow_tools: list[str] | None = None
+    """If set, the only tools used from this server."""
+
+
+class ClusterSettings(_Group):
+    name: str
+    """Cluster name as users say it ("prod-1")."""
+    aliases: list[str] = Field(default_factory=list)
+    """Other names and regions that mean this cluster."""
+    api_server: str = ""
+    """Kubernetes API URL (https://...), used by authz-cache for SubjectAccessReview / TokenReview."""
+    ca_file: str = ""
+    """CA bundle for the API server; empty = system trust."""
+    authz_token_env: str = ""
+    """Environment variable holding the token authz-cache uses to create reviews."""
+    authz_token_file: str = ""
+    """File holding that token (a mounted service-account token), if no env var is set."""
+    mcp_servers: list[McpServerSettings] = Field(default_factory=list)
+    """MCP servers that read this cluster."""
+
+    def authz_token(self) -> SecretStr | None:
+        if self.authz_token_env and os.environ.get(self.authz_token_env):
+            return SecretStr(os.environ[self.authz_token_env])
+        if self.authz_token_file and Path(self.authz_token_file).is_file():
+            return SecretStr(Path(self.authz_token_file).read_text().strip())
+        return None
+
+
+class AuthzSettings(_Group):
+    cache_ttl: float = 60.0
+    """Seconds a resolved scope stays cached per (user, groups)."""
+    request_timeout: float = 3.0
+    """Seconds a client waits for authz-cache before answering "authorization is unavailable"."""
+    review_concurrency: int = 8
+    """Parallel per-namespace SubjectAccessReviews per scope resolution."""
+    backend_timeout: float = 5.0
+    """Seconds for one call to a cluster's API."""
+
+
+class ServiceSettings(BaseSettings):
+    """Fields every service has. Services subclass this and add their own group."""
+
+    model_config = SettingsConfigDict(env_prefix="SLEUTH_", env_nested_delimiter="__", extra="ignore")
+
+    prefix: str = "sleuth"
+    """Subject prefix on the bus."""
+    nats: NatsSettings = Field(default_factory=NatsSettings)
+    redis: RedisSettings = Field(default_factory=RedisSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    clusters: list[ClusterSettings] = Field(default_factory=list)
+    authz: AuthzSettings = Field(default_factory=AuthzSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment wins over the file (file values arrive as init kwargs).
+        return env_settings, init_settings
+
+    def cluster(self, name: str) -> ClusterSettings | None:
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        return None
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def load_settings(model: type[S], path: str | os.PathLike[str] | None = None, **overrides: Any) -> S:
+    """Read ``path`` (YAML; missing path = defaults), then environment, into ``model``."""
+    data: dict[str, Any] = {}
+    if path:
+        text = Path(path).read_text()
+        loaded = yaml.safe_load(text) or {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{path}: the config file must be a YAML mapping")
+        data.update(loaded)
+    data.update(overrides)
+    return model(**data)
