@@ -71,7 +71,7 @@ class ManagedProcess:
         out: int | IO[bytes] = subprocess.DEVNULL
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+            self._log = open(self.log_path, "ab")  # closed in stop()
             out = self._log
         env = {**os.environ, **(self.env or {})}
         self.proc = subprocess.Popen(

@@ -1,0 +1,276 @@
+"""``sleuth up``: the whole stack as separate local processes.
+
+nats-server (JetStream) and Valkey from their wheels, simcluster over a snapshot, kube-mcp,
+authz-cache, agent worker(s) and gateway, each a real process reading one generated YAML config.
+Everything lives under one state directory (``.sleuth/`` by default): data, logs, the cluster's
+CA and kubeconfigs, and the config the services read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from sleuth.embedded.procs import ManagedProcess, NatsServer, ValkeyServer, free_port, wait_for_port
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Stack", "StackPorts", "StackSpec"]
+
+AUTHZ_TOKEN_ENV = "SLEUTH_DEMO_AUTHZ_TOKEN"
+
+
+@dataclass
+class StackPorts:
+    nats: int = 4222
+    valkey: int = 6379
+    simcluster: int = 6443
+    kube_mcp: int = 8181
+    gateway: int = 8080
+    authz_metrics: int = 9101
+    agent_metrics: int = 9102
+
+    @classmethod
+    def free(cls) -> StackPorts:
+        """Every port chosen free (tests, and several stacks on one machine)."""
+        return cls(*(free_port() for _ in range(7)))
+
+
+@dataclass
+class StackSpec:
+    snapshot: Path
+    state_dir: Path
+    ports: StackPorts = field(default_factory=StackPorts)
+    agents: int = 1
+    host: str = "127.0.0.1"
+    extra_env: dict[str, str] = field(default_factory=dict)
+    extra_config: dict[str, Any] = field(default_factory=dict)
+
+
+def _read_snapshot_meta(snapshot: Path) -> dict[str, Any]:
+    meta = yaml.safe_load((snapshot / "snapshot.yaml").read_text()) or {}
+    if not isinstance(meta, dict):
+        raise ValueError(f"{snapshot}/snapshot.yaml is not a mapping")
+    return meta
+
+
+class Stack:
+    """Start, inspect and stop the embedded stack."""
+
+    def __init__(self, spec: StackSpec) -> None:
+        self.spec = spec
+        self.state = spec.state_dir.resolve()
+        self.logs = self.state / "logs"
+        self.meta = _read_snapshot_meta(spec.snapshot)
+        cluster = self.meta.get("cluster") or {}
+        self.cluster_name: str = cluster.get("name") or self.meta.get("name") or "demo"
+        self.cluster_aliases: list[str] = list(cluster.get("aliases") or [])
+        self.users: dict[str, dict[str, Any]] = dict(self.meta.get("users") or {})
+        self.nats: NatsServer | None = None
+        self.valkey: ValkeyServer | None = None
+        self.procs: list[ManagedProcess] = []
+        self.agents: list[ManagedProcess] = []
+        self.sim_info: dict[str, Any] = {}
+        self.config_path = self.state / "sleuth.yaml"
+
+    # ----------------------------------------------------------------- addresses
+    @property
+    def gateway_url(self) -> str:
+        return f"http://{self.spec.host}:{self.spec.ports.gateway}"
+
+    @property
+    def simcluster_url(self) -> str:
+        return f"https://{self.spec.host}:{self.spec.ports.simcluster}"
+
+    @property
+    def kube_mcp_url(self) -> str:
+        return f"http://{self.spec.host}:{self.spec.ports.kube_mcp}/mcp"
+
+    def token(self, user: str) -> str:
+        return str(self.users[user]["token"])
+
+    def demo_users(self) -> dict[str, str]:
+        """Human users and their demo tokens (service identities left out)."""
+        return {u: str(v.get("token")) for u, v in self.users.items() if not u.startswith("sleuth-") and v.get("token")}
+
+    # ----------------------------------------------------------------- lifecycle
+    def start(self) -> Stack:
+        t0 = time.monotonic()
+        self.state.mkdir(parents=True, exist_ok=True)
+        p = self.spec.ports
+        try:
+            self.nats = NatsServer(self.state / "nats", port=p.nats, log_path=self.logs / "nats.log").start()
+            self.valkey = ValkeyServer(
+                self.state / "valkey", port=p.valkey, log_path=self.logs / "valkey.log", persist=True
+            ).start()
+            self._start_simcluster()
+            self._write_config()
+            env = {AUTHZ_TOKEN_ENV: self.token("sleuth-authz"), **self.spec.extra_env}
+            self._service("kube-mcp", "sleuth_kube_mcp", env, health=p.kube_mcp)
+            self._service("authz-cache", "sleuth_authz_cache", env, health=p.authz_metrics)
+            for i in range(self.spec.agents):
+                self.start_agent(i, env)
+            self._service("gateway", "sleuth_gateway", env, health=p.gateway)
+        except BaseException:
+            self.stop()
+            raise
+        log.info("stack up in %.1fs", time.monotonic() - t0)
+        return self
+
+    def _start_simcluster(self) -> None:
+        sim_state = self.state / "simcluster"
+        logf = self.logs / "simcluster.log"
+        if logf.exists():
+            logf.unlink()
+        proc = ManagedProcess(
+            "simcluster",
+            [sys.executable, "-m", "sleuth_simcluster", "--snapshot", str(self.spec.snapshot.resolve()),
+             "--state-dir", str(sim_state), "--host", self.spec.host, "--port", str(self.spec.ports.simcluster)],
+            log_path=logf,
+        ).start()
+        self.procs.append(proc)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if not proc.alive():
+                raise RuntimeError(f"simcluster exited:\n{proc.log_tail()}")
+            for line in logf.read_text(errors="replace").splitlines() if logf.exists() else []:
+                if line.startswith("{") and '"url"' in line:
+                    self.sim_info = json.loads(line)
+                    return
+            time.sleep(0.05)
+        raise TimeoutError(f"simcluster did not become ready:\n{proc.log_tail()}")
+
+    def _write_config(self) -> None:
+        p, h = self.spec.ports, self.spec.host
+        assert self.nats is not None and self.valkey is not None
+        kubeconfigs = self.sim_info.get("kubeconfigs") or {}
+        cfg: dict[str, Any] = {
+            "prefix": "sleuth",
+            "nats": {"url": self.nats.url},
+            "redis": {"url": self.valkey.url},
+            "logging": {"level": "INFO"},
+            "clusters": [{
+                "name": self.cluster_name,
+                "aliases": self.cluster_aliases,
+                "api_server": self.sim_info["url"],
+                "ca_file": self.sim_info["ca_file"],
+                "authz_token_env": AUTHZ_TOKEN_ENV,
+                "mcp_servers": [{"name": "kube", "url": self.kube_mcp_url}],
+            }],
+            "kube_mcp": {"host": h, "port": p.kube_mcp, "kubeconfig": kubeconfigs.get("sleuth-reader", ""),
+                         "cluster_name": self.cluster_name},
+            "authz_cache": {"host": h, "metrics_port": p.authz_metrics},
+            "agent": {"host": h, "metrics_port": p.agent_metrics},
+            "gateway": {"host": h, "port": p.gateway},
+        }
+        for key, value in self.spec.extra_config.items():
+            if isinstance(value, dict) and isinstance(cfg.get(key), dict):
+                cfg[key] = {**cfg[key], **value}
+            else:
+                cfg[key] = value
+        self.config_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+
+    def _service(self, name: str, module: str, env: dict[str, str], health: int | None,
+                 extra_args: list[str] | None = None) -> ManagedProcess:
+        proc = ManagedProcess(
+            name, [sys.executable, "-m", module, "--config", str(self.config_path), *(extra_args or [])],
+            log_path=self.logs / f"{name}.log", env=env,
+        ).start()
+        self.procs.append(proc)
+        if health:
+            self._wait_healthy(proc, health)
+        return proc
+
+    def start_agent(self, index: int = 0, env: dict[str, str] | None = None) -> ManagedProcess:
+        """Start one more agent worker (they share the durable JOBS consumer)."""
+        env = env or {AUTHZ_TOKEN_ENV: self.token("sleuth-authz"), **self.spec.extra_env}
+        # Only the first worker serves health/metrics on the fixed port; the others pick a free one.
+        port = self.spec.ports.agent_metrics if index == 0 and not self.agents else free_port()
+        env = {**env, "SLEUTH_AGENT__METRICS_PORT": str(port)}
+        proc = self._service(f"agent-{len(self.agents)}" if self.agents or index else "agent",
+                             "sleuth_agent", env, health=port)
+        self.agents.append(proc)
+        return proc
+
+    def _wait_healthy(self, proc: ManagedProcess, port: int, timeout: float = 30.0) -> None:
+        wait_for_port(self.spec.host, port, timeout, proc.proc)
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            if not proc.alive():
+                raise RuntimeError(f"{proc.name} exited:\n{proc.log_tail()}")
+            try:
+                r = httpx.get(f"http://{self.spec.host}:{port}/healthz", timeout=2)
+                if r.status_code == 200:
+                    return
+                last = r.text
+            except httpx.HTTPError as e:
+                last = str(e)
+            time.sleep(0.1)
+        raise TimeoutError(f"{proc.name} not healthy on :{port}: {last}\n{proc.log_tail()}")
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            proc.stop()
+        self.procs.clear()
+        self.agents.clear()
+        for srv in (self.valkey, self.nats):
+            if srv is not None:
+                srv.stop()
+        self.valkey = self.nats = None
+
+    def __enter__(self) -> Stack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def banner(self) -> str:
+        users = self.demo_users()
+        width = max((len(u) for u in users), default=4)
+        lines = [
+            "",
+            "Sleuth is up.",
+            f"  web chat     {self.gateway_url}/",
+            f"  HTTP API     POST {self.gateway_url}/v1/query   (Authorization: Bearer <token>)",
+            f"  cluster      {self.cluster_name} (simulated) at {self.simcluster_url}",
+            f"  kube-mcp     {self.kube_mcp_url}",
+            f"  logs         {self.logs}/",
+            "",
+            "Demo users (paste a token into the web chat):",
+        ]
+        for user, token in users.items():
+            lines.append(f"  {user:<{width}}  {token}")
+        kc = (self.sim_info.get("kubeconfigs") or {}).get("alice")
+        if kc:
+            lines += ["", f"kubectl as alice:  KUBECONFIG={kc} kubectl get pods -n team-a"]
+        lines += [
+            "",
+            "Try:  curl -s -H 'Authorization: Bearer " + users.get("alice", "<token>") + "' "
+            f"-d '{{\"query\": \"what is failing in team-a?\"}}' {self.gateway_url}/v1/query",
+            "",
+            "Ctrl-C stops everything.",
+        ]
+        return "\n".join(lines)
+
+
+def main_loop(stack: Stack) -> None:
+    """Block until Ctrl-C or a service dies; then stop everything."""
+    try:
+        while True:
+            for proc in stack.procs:
+                if not proc.alive():
+                    print(f"\n{proc.name} stopped unexpectedly:\n{proc.log_tail()}", file=sys.stderr)
+                    return
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("\nstopping…", file=sys.stderr)
+
