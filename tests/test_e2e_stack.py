@@ -1,0 +1,185 @@
+"""The whole stack as separate processes, driven over HTTP as a user would.
+
+Real nats-server, Valkey, simcluster over HTTPS, kube-mcp over MCP streamable HTTP, authz-cache,
+agent and gateway: the same processes `make run` starts, on free ports.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import nats
+import pytest
+
+from sleuth.embedded.stack import Stack, StackPorts, StackSpec, restart_nats
+from tests.snapshot_names import tenant_names
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, demo_snapshot: Path) -> Iterator[Stack]:
+    spec = StackSpec(
+        snapshot=demo_snapshot,
+        state_dir=tmp_path_factory.mktemp("stack"),
+        ports=StackPorts.free(),
+        extra_config={"agent": {"ack_wait": 4.0, "in_progress_interval": 1.0},
+                      "gateway": {"answer_timeout": 45.0, "rate_limit_capacity": 1000}},
+    )
+    with Stack(spec) as s:
+        yield s
+
+
+def ask(stack: Stack, user: str, question: str, timeout: float = 50.0) -> httpx.Response:
+    return httpx.post(
+        f"{stack.gateway_url}/v1/query",
+        json={"query": question},
+        headers={"Authorization": f"Bearer {stack.token(user)}"},
+        timeout=timeout,
+    )
+
+
+def assert_no_names(payload: object, names: set[str]) -> None:
+    text = json.dumps(payload)
+    leaked = sorted(n for n in names if n in text)
+    assert not leaked, f"foreign names leaked: {leaked}"
+
+
+def test_whoami(stack: Stack) -> None:
+    r = httpx.get(f"{stack.gateway_url}/v1/whoami", headers={"Authorization": f"Bearer {stack.token('alice')}"})
+    assert r.status_code == 200
+    assert r.json()["user"] == "alice"
+    r = httpx.get(f"{stack.gateway_url}/v1/whoami", headers={"Authorization": "Bearer not-a-token"})
+    assert r.status_code == 401
+    assert "request_id" in r.json()
+
+
+def test_alice_gets_a_scoped_diagnosis(stack: Stack, demo_snapshot: Path) -> None:
+    r = ask(stack, "alice", "what is failing in team-a?")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    result = body["result"]
+    assert result["status"] == "diagnosed"
+    assert result["root_cause"]["family"] in {"oom_killed", "crash_loop_app_error"}
+    assert result["root_cause"]["resource"].split("/")[1] == "team-a"
+    assert result["evidence"], "a diagnosis cites evidence"
+    assert all(e["id"].startswith("E") and e["command"].startswith("kubectl ") for e in result["evidence"])
+    assert "E01" in body["answer"]
+    assert_no_names(body, tenant_names(demo_snapshot, "team-b"))
+
+
+def test_alice_asking_about_team_b_gets_an_access_answer(stack: Stack, demo_snapshot: Path) -> None:
+    team_b = tenant_names(demo_snapshot, "team-b")
+    workload = sorted(n for n in team_b if "-" in n)[0]
+    r = ask(stack, "alice", f"why is {workload} failing in team-b?")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["result"]["status"] in {"denied", "insufficient_evidence"}
+    assert "access" in body["answer"].lower()
+    # The question named one workload; nothing else of team-b may come back.
+    assert_no_names(body, team_b - {workload})
+
+
+def test_carol_sees_both_tenants(stack: Stack, demo_snapshot: Path) -> None:
+    for ns in ("team-a", "team-b"):
+        r = ask(stack, "carol", f"what is failing in {ns}?")
+        assert r.status_code == 200, r.text
+        result = r.json()["result"]
+        assert result["status"] == "diagnosed"
+        assert result["root_cause"]["resource"].split("/")[1] == ns
+
+
+def test_bad_input_gets_clear_errors(stack: Stack) -> None:
+    h = {"Authorization": f"Bearer {stack.token('alice')}"}
+    r = httpx.post(f"{stack.gateway_url}/v1/query", content=b"{not json", headers=h)
+    assert r.status_code == 400 and r.json()["request_id"]
+    r = httpx.post(f"{stack.gateway_url}/v1/query", json={"query": "x" * 4001}, headers=h)
+    assert r.status_code == 413
+    r = httpx.post(f"{stack.gateway_url}/v1/query", json={"query": "hi"})
+    assert r.status_code == 401
+
+
+def _count_results(stack: Stack, stop: threading.Event, seen: list[str]) -> None:
+    import asyncio
+
+    async def run() -> None:
+        assert stack.nats is not None
+        nc = await nats.connect(stack.nats.url)
+        sub = await nc.subscribe("sleuth.jobs.done.*")
+        while not stop.is_set():
+            try:
+                msg = await sub.next_msg(timeout=0.2)
+            except nats.errors.TimeoutError:
+                continue
+            seen.append(msg.subject)
+        await nc.close()
+
+    asyncio.run(run())
+
+
+def test_agent_killed_mid_job_answers_once_after_restart(stack: Stack) -> None:
+    """SIGKILL the only agent while it is stuck on a tool call: the job is redelivered, answered once."""
+    kube_mcp = next(p for p in stack.procs if p.name == "kube-mcp")
+    agent = stack.agents[0]
+    stop = threading.Event()
+    seen: list[str] = []
+    watcher = threading.Thread(target=_count_results, args=(stack, stop, seen), daemon=True)
+    watcher.start()
+    time.sleep(0.5)
+    result: dict[str, httpx.Response] = {}
+    kube_mcp.kill(signal.SIGSTOP)  # tool calls hang: the job is in flight
+    try:
+        asker = threading.Thread(target=lambda: result.update(r=ask(stack, "alice", "what is failing in team-a?")))
+        asker.start()
+        time.sleep(2.0)
+        agent.kill(signal.SIGKILL)
+        stack.agents.remove(agent)
+        stack.procs.remove(agent)
+    finally:
+        kube_mcp.kill(signal.SIGCONT)
+    stack.start_agent()
+    asker.join(60)
+    time.sleep(3.0)  # room for a duplicate answer to show up
+    stop.set()
+    watcher.join(5)
+    assert "r" in result, "the question was never answered"
+    assert result["r"].status_code == 200, result["r"].text
+    assert result["r"].json()["result"]["status"] == "diagnosed"
+    job_id = result["r"].json()["job_id"]
+    assert seen.count(f"sleuth.jobs.done.{job_id}") == 1, seen
+
+
+def test_authz_unavailable_is_a_clear_answer_not_a_hang(stack: Stack) -> None:
+    authz = next(p for p in stack.procs if p.name == "authz-cache")
+    authz.kill(signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        r = httpx.post(f"{stack.gateway_url}/v1/query", json={"query": "what is failing?"},
+                       headers={"Authorization": "Bearer token-never-seen-before"}, timeout=30)
+        assert time.monotonic() - t0 < 10
+        assert r.status_code == 503
+        assert "authorization is unavailable" in r.json()["error"]
+    finally:
+        authz.kill(signal.SIGCONT)
+
+
+def test_services_reconnect_after_nats_restart(stack: Stack) -> None:
+    restart_nats(stack)
+    deadline = time.monotonic() + 40
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = ask(stack, "alice", "what is failing in team-a?", timeout=20)
+            if last.status_code == 200:
+                break
+        except httpx.HTTPError as e:
+            last = e
+        time.sleep(1)
+    assert isinstance(last, httpx.Response) and last.status_code == 200, last
+    assert last.json()["result"]["status"] == "diagnosed"
