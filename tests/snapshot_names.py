@@ -20,14 +20,14 @@ def _objects(snapshot: Path):
                 yield doc
 
 
-def tenant_names(snapshot: Path, namespace: str) -> set[str]:
-    """Every object name in ``namespace`` (pods, workloads, configmaps, events' objects ...),
-    the namespace itself excluded, names shorter than 4 characters excluded (too generic)."""
-    names: set[str] = set()
+def _names_by_namespace(snapshot: Path) -> dict[str, set[str]]:
+    by_ns: dict[str, set[str]] = {}
     for obj in _objects(snapshot):
         meta = obj.get("metadata") or {}
-        if meta.get("namespace") != namespace:
+        ns = meta.get("namespace")
+        if not ns:
             continue
+        names = by_ns.setdefault(str(ns), set())
         if obj.get("kind") == "Event":
             inv = obj.get("involvedObject") or {}
             if inv.get("name"):
@@ -35,7 +35,18 @@ def tenant_names(snapshot: Path, namespace: str) -> set[str]:
             continue
         if meta.get("name"):
             names.add(str(meta["name"]))
-    logs = snapshot / "logs" / namespace
+    logs = snapshot / "logs"
     if logs.is_dir():
-        names.update(p.name for p in logs.iterdir() if p.is_dir())
-    return {n for n in names if len(n) >= 4 and n != namespace}
+        for ns_dir in logs.iterdir():
+            if ns_dir.is_dir():
+                by_ns.setdefault(ns_dir.name, set()).update(p.name for p in ns_dir.iterdir() if p.is_dir())
+    return by_ns
+
+
+def tenant_names(snapshot: Path, namespace: str) -> set[str]:
+    """Object names that exist only in ``namespace`` (pods, workloads, configmaps, events'
+    objects ...): a name shared with another namespace (``default``, ``kube-root-ca.crt``) tells
+    nothing; names shorter than 4 characters are too generic to grep for."""
+    by_ns = _names_by_namespace(snapshot)
+    elsewhere = set().union(*(v for k, v in by_ns.items() if k != namespace)) if len(by_ns) > 1 else set()
+    return {n for n in by_ns.get(namespace, set()) - elsewhere if len(n) >= 4 and n != namespace}
