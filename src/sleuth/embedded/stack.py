@@ -274,3 +274,11 @@ def main_loop(stack: Stack) -> None:
     except KeyboardInterrupt:
         print("\nstopping…", file=sys.stderr)
 
+
+
+def restart_nats(stack: Stack) -> None:
+    """Stop nats-server and start it again on the same port and data (tests, chaos drills)."""
+    assert stack.nats is not None
+    old = stack.nats
+    old.stop()
+    stack.nats = NatsServer(old.data_dir, port=old.port, host=old.host, log_path=stack.logs / "nats.log").start()
