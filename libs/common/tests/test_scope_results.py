@@ -1,0 +1,94 @@
+"""Results are filtered for the caller: foreign records dropped, foreign documents withheld."""
+
+from __future__ import annotations
+
+import json
+
+from sleuth_common.scope import Scope, filter_result
+
+ALICE = Scope.of(["team-a"])
+
+
+def _pod(ns: str, name: str) -> dict:
+    return {"namespace": ns, "name": name, "phase": "Running", "containers": [{"name": "app"}]}
+
+
+def test_drops_foreign_records_and_counts_them() -> None:
+    doc = {"items": [_pod("team-a", "api-1"), _pod("team-b", "pay-1"), _pod("team-b", "pay-2")]}
+    out = filter_result(json.dumps(doc), ALICE)
+    assert out.outcome == "filtered"
+    assert out.removed == 2
+    assert [p["name"] for p in out.data["items"]] == ["api-1"]
+    assert "pay" not in out.reason and "team-b" not in out.reason
+
+
+def test_kubernetes_metadata_and_involved_object() -> None:
+    events = {
+        "kind": "EventList",
+        "items": [
+            {"metadata": {"name": "e1", "namespace": "team-a"}, "involvedObject": {"namespace": "team-a"}},
+            {"metadata": {"name": "e2"}, "involvedObject": {"kind": "Pod", "namespace": "team-b"}},
+            {"metadata": {"name": "e3", "namespace": "team-b"}},
+        ],
+    }
+    out = filter_result(json.dumps(events), ALICE)
+    assert out.outcome == "filtered" and out.removed == 2
+    assert [e["metadata"]["name"] for e in out.data["items"]] == ["e1"]
+
+
+def test_nested_lists_at_any_depth() -> None:
+    doc = {"nodes": [{"name": "n1", "pods": [_pod("team-a", "a"), _pod("team-b", "b")]}]}
+    out = filter_result(json.dumps(doc), ALICE)
+    assert out.removed == 1
+    assert out.data["nodes"][0]["pods"] == [_pod("team-a", "a")]
+
+
+def test_namespace_maps_lists_and_refs() -> None:
+    doc = {
+        "by_namespace": {"team-a": 3, "team-b": 4},
+        "namespaces": ["team-a", "team-b"],
+        "owners": [{"namespace": "team-b", "name": "x"}],
+        "refs": ["team-a/api", "team-b/pay", "docker.io/nginx"],
+    }
+    out = filter_result(json.dumps(doc), ALICE)
+    assert "team-b" not in json.dumps(out.data)
+    assert out.data["refs"] == ["team-a/api", "docker.io/nginx"]
+    assert out.removed == 4
+
+
+def test_top_level_foreign_document_is_withheld() -> None:
+    out = filter_result(json.dumps(_pod("team-b", "pay-1")), ALICE)
+    assert out.outcome == "withheld" and out.data is None
+    out = filter_result(json.dumps({"metadata": {"name": "x", "namespace": "team-b"}}), ALICE)
+    assert out.outcome == "withheld"
+
+
+def test_all_allowed_document_is_kept_untouched() -> None:
+    doc = {"items": [_pod("team-a", "a")], "namespaceSelector": {"matchLabels": {"x": "y"}}}
+    out = filter_result(json.dumps(doc), ALICE)
+    assert out.outcome == "kept" and out.removed == 0 and out.data == doc
+
+
+def test_unstructured_text() -> None:
+    out = filter_result("2026-11-30T09:00:00Z panic: boom", ALICE)
+    assert out.outcome == "withheld" and "narrow" in out.reason.lower()
+    assert "team-a" in out.reason  # tells the caller which namespaces they may use
+    out = filter_result("panic: boom", ALICE, pinned=True)
+    assert out.outcome == "kept" and out.data == "panic: boom"
+
+
+def test_cluster_wide_is_unfiltered() -> None:
+    doc = {"items": [_pod("team-a", "a"), _pod("team-b", "b")]}
+    out = filter_result(json.dumps(doc), Scope.of([], cluster_wide=True))
+    assert out.outcome == "kept" and out.data == doc
+    assert filter_result("text", Scope.of([], cluster_wide=True)).outcome == "kept"
+
+
+def test_too_large_is_withheld() -> None:
+    out = filter_result(json.dumps({"items": [_pod("team-a", "a")] * 50}), ALICE, max_bytes=100)
+    assert out.outcome == "withheld"
+
+
+def test_as_json_shape() -> None:
+    out = filter_result(json.dumps([_pod("team-b", "b")]), ALICE)
+    assert out.as_json() == {"outcome": "filtered", "result": [], "removed": 1, "reason": out.reason}
