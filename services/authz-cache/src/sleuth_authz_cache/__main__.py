@@ -1,0 +1,78 @@
+"""``python -m sleuth_authz_cache --config FILE`` / ``sleuth-authz-cache``: serve until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+
+from sleuth_authz_cache.app import build
+from sleuth_authz_cache.health import make_server
+from sleuth_authz_cache.settings import Settings
+from sleuth_common.config import load_settings
+
+log = logging.getLogger("sleuth_authz_cache")
+
+
+def _configure_logging(settings: Settings) -> None:
+    fmt = (
+        '{"ts":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}'
+        if settings.logging.json_format
+        else "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.basicConfig(level=settings.logging.level.upper(), format=fmt)
+
+
+async def serve(settings: Settings) -> None:
+    parts = build(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    server = None
+    server_task: asyncio.Task[None] | None = None
+    if settings.authz_cache.metrics_port:
+        server = make_server(parts.broker, parts.metrics.registry, settings.authz_cache.host,
+                             settings.authz_cache.metrics_port)
+        server_task = asyncio.create_task(server.serve())
+    try:
+        start = asyncio.create_task(parts.app.start())
+        stopping = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait({start, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if start in done:
+            start.result()  # raise a start-up failure
+            log.info("authz-cache serving %s.authz.* for clusters %s", settings.prefix,
+                     [c.name for c in settings.clusters])
+            await stopping
+        else:
+            start.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await start
+        log.info("authz-cache stopping")
+    finally:
+        await parts.app.stop()
+        if server is not None and server_task is not None:
+            server.should_exit = True
+            await server_task
+        await parts.aclose()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="sleuth-authz-cache", description=__doc__)
+    parser.add_argument("--config", help="YAML config file (the stack's shared file)")
+    args = parser.parse_args(argv)
+    settings = load_settings(Settings, args.config)
+    _configure_logging(settings)
+    try:
+        asyncio.run(serve(settings))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

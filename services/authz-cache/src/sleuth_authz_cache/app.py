@@ -1,0 +1,82 @@
+"""Wiring: settings → Redis, backend, service, router, FastStream app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from faststream import FastStream
+from faststream.nats import NatsBroker
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from sleuth_authz_cache.backend import AuthzBackend
+from sleuth_authz_cache.cache import ScopeCache
+from sleuth_authz_cache.handlers import build_router
+from sleuth_authz_cache.kubernetes import KubernetesBackend
+from sleuth_authz_cache.metrics import Metrics
+from sleuth_authz_cache.service import AuthzService
+from sleuth_authz_cache.settings import Settings
+from sleuth_common.subjects import Subjects
+
+__all__ = ["AuthzCache", "build", "create_app"]
+
+
+@dataclass(frozen=True)
+class AuthzCache:
+    """Everything one authz-cache instance is made of (the app, and what the health server reads)."""
+
+    settings: Settings
+    app: FastStream
+    broker: NatsBroker
+    service: AuthzService
+    metrics: Metrics
+    redis: Redis
+
+    async def aclose(self) -> None:
+        """Cancel in-flight resolutions, close backend and Redis connections (idempotent)."""
+        await self.service.aclose()
+        await self.redis.aclose()
+
+
+def build(settings: Settings, *, backend: AuthzBackend | None = None) -> AuthzCache:
+    """Build without connecting anything. ``backend`` replaces the Kubernetes backend (tests)."""
+    metrics = Metrics()
+    redis = Redis.from_url(
+        settings.redis.url,
+        socket_timeout=settings.redis.timeout,
+        socket_connect_timeout=settings.redis.timeout,
+        retry=Retry(NoBackoff(), 1),
+    )
+    cache = ScopeCache(
+        redis,
+        prefix=settings.prefix,
+        ttl=settings.authz.cache_ttl,
+        token_ttl=settings.authz_cache.token_cache_ttl,
+        metrics=metrics,
+    )
+    if backend is None:
+        backend = KubernetesBackend(settings.clusters, timeout=settings.authz.backend_timeout)
+    service = AuthzService(
+        [c.name for c in settings.clusters],
+        backend,
+        cache,
+        metrics,
+        review_concurrency=settings.authz.review_concurrency,
+    )
+    broker = NatsBroker(
+        settings.nats.url.split(","),
+        connect_timeout=settings.nats.connect_timeout,
+        max_reconnect_attempts=-1,
+    )
+    broker.include_router(
+        build_router(service, Subjects(settings.prefix), max_workers=settings.authz_cache.max_concurrent_requests)
+    )
+    parts = AuthzCache(settings, FastStream(broker), broker, service, metrics, redis)
+    parts.app.after_shutdown(parts.aclose)
+    return parts
+
+
+def create_app(settings: Settings, *, backend: AuthzBackend | None = None) -> FastStream:
+    """The FastStream app answering ``sleuth.authz.*`` (DESIGN §1–2)."""
+    return build(settings, backend=backend).app

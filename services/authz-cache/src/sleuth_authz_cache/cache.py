@@ -1,0 +1,142 @@
+"""Redis storage of resolved scopes and token reviews.
+
+Keys (``P`` = the bus prefix; user names and tokens are hashed so no key needs escaping and no
+token is ever stored):
+
+- ``P:authz:scope:<sha256(user)>:<sha256(sorted groups)>`` → ScopeReply JSON, TTL ``authz.cache_ttl``
+- ``P:authz:user:<sha256(user)>`` → set of that user's scope keys (for invalidation), same TTL
+- ``P:authz:token:<sha256(token)>`` → ``{"user", "groups"}``, TTL ``authz_cache.token_cache_ttl``
+
+Every method fails open on the *cache only*: a Redis error is logged, counted, and reported as a
+miss (or a no-op); the caller then resolves from the backends. After an error Redis is skipped for
+a few seconds, so an unreachable Redis costs one timeout per window, not one per request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from sleuth_authz_cache.backend import TokenIdentity
+from sleuth_authz_cache.metrics import Metrics
+from sleuth_common.messages import ScopeReply
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ScopeCache", "normalize_groups"]
+
+_BACKOFF_SECONDS = 5.0
+
+
+def _h(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def normalize_groups(groups: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """Sorted, de-duplicated: the group set the cache is keyed by."""
+    return tuple(sorted(set(groups)))
+
+
+class ScopeCache:
+    def __init__(self, redis: Redis, *, prefix: str, ttl: float, token_ttl: float, metrics: Metrics) -> None:
+        self._redis = redis
+        self._prefix = prefix
+        self._ttl_ms = int(ttl * 1000)
+        self._token_ttl_ms = int(token_ttl * 1000)
+        self._metrics = metrics
+        self._skip_until = 0.0
+
+    def scope_key(self, user: str, groups: tuple[str, ...]) -> str:
+        return f"{self._prefix}:authz:scope:{_h(user)}:{_h(chr(10).join(normalize_groups(groups)))}"
+
+    def _user_key(self, user: str) -> str:
+        return f"{self._prefix}:authz:user:{_h(user)}"
+
+    def _token_key(self, token: str) -> str:
+        return f"{self._prefix}:authz:token:{_h(token)}"
+
+    # -- scopes -------------------------------------------------------------------------------
+
+    async def get_scope(self, key: str) -> ScopeReply | None:
+        if self._ttl_ms <= 0 or self._skipping():
+            return None
+        try:
+            raw = await self._redis.get(key)
+        except RedisError as e:
+            self._failed("get", e)
+            return None
+        if raw is None:
+            return None
+        try:
+            return ScopeReply.model_validate_json(raw)
+        except ValueError:
+            log.warning("discarding an unreadable cached scope")
+            return None
+
+    async def put_scope(self, key: str, user: str, reply: ScopeReply) -> None:
+        if self._ttl_ms <= 0 or self._skipping():
+            return
+        user_key = self._user_key(user)
+        try:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.set(key, reply.model_dump_json(), px=self._ttl_ms)
+                pipe.sadd(user_key, key)
+                pipe.pexpire(user_key, self._ttl_ms)
+                await pipe.execute()
+        except RedisError as e:
+            self._failed("set", e)
+
+    async def invalidate(self, user: str) -> int:
+        """Delete every cached scope of ``user`` (all group sets). Returns how many were cached."""
+        user_key = self._user_key(user)
+        try:
+            keys = await self._redis.smembers(user_key)
+            await self._redis.delete(user_key, *keys)
+        except RedisError as e:
+            # Not skipped while backing off: an invalidation is worth one more try.
+            self._failed("invalidate", e)
+            return 0
+        return len(keys)
+
+    # -- tokens -------------------------------------------------------------------------------
+
+    async def get_identity(self, token: str) -> TokenIdentity | None:
+        if self._token_ttl_ms <= 0 or self._skipping():
+            return None
+        try:
+            raw = await self._redis.get(self._token_key(token))
+        except RedisError as e:
+            self._failed("get", e)
+            return None
+        if raw is None:
+            return None
+        try:
+            doc = json.loads(raw)
+            return TokenIdentity(True, str(doc["user"]), tuple(doc["groups"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    async def put_identity(self, token: str, identity: TokenIdentity) -> None:
+        if self._token_ttl_ms <= 0 or not identity.authenticated or self._skipping():
+            return
+        doc = json.dumps({"user": identity.user, "groups": list(identity.groups)})
+        try:
+            await self._redis.set(self._token_key(token), doc, px=self._token_ttl_ms)
+        except RedisError as e:
+            self._failed("set", e)
+
+    # -- failure handling ---------------------------------------------------------------------
+
+    def _skipping(self) -> bool:
+        return time.monotonic() < self._skip_until
+
+    def _failed(self, op: str, err: RedisError) -> None:
+        self._metrics.cache_errors.labels(op).inc()
+        if not self._skipping():
+            log.warning("redis %s failed, answering without the cache for %gs: %s", op, _BACKOFF_SECONDS, err)
+        self._skip_until = time.monotonic() + _BACKOFF_SECONDS

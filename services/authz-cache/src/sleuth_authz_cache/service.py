@@ -1,0 +1,159 @@
+"""The domain of authz-cache: cached scope lookups, authentication, invalidation.
+
+Concurrent misses for the same (user, groups) inside one process share one backend resolution
+(an in-process map of in-flight tasks). Replicas do not coordinate: with N replicas a burst of
+misses for one key may cause up to N resolutions, each cached with the same result — cheaper
+and simpler than a distributed lock, and still bounded.
+
+A reply with any cluster error is never cached, so a cluster that recovers is seen on the next
+request. An invalidation that arrives while a resolution for that user is in flight keeps that
+resolution out of the cache (its result may predate the change being refreshed for).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from sleuth_authz_cache.backend import AuthzBackend, BackendError, TokenIdentity
+from sleuth_authz_cache.cache import ScopeCache, normalize_groups
+from sleuth_authz_cache.metrics import Metrics
+from sleuth_authz_cache.scope import ScopeResolver
+from sleuth_common.messages import AuthenticateReply, ScopeReply
+
+log = logging.getLogger(__name__)
+
+__all__ = ["AUTHENTICATED_GROUP", "AuthzService", "ScopeOutcome"]
+
+AUTHENTICATED_GROUP = "system:authenticated"
+"""Kubernetes puts every authenticated user in this group; added if a TokenReview left it out."""
+
+
+@dataclass(frozen=True)
+class ScopeOutcome:
+    reply: ScopeReply
+    outcome: Literal["hit", "miss", "error"]
+    duration_ms: float
+
+
+class AuthzService:
+    def __init__(
+        self,
+        clusters: Sequence[str],
+        backend: AuthzBackend,
+        cache: ScopeCache,
+        metrics: Metrics,
+        *,
+        review_concurrency: int,
+    ) -> None:
+        self._clusters = list(clusters)
+        self._backend = backend
+        self._cache = cache
+        self._metrics = metrics
+        self._resolver = ScopeResolver(clusters, backend, concurrency=review_concurrency, metrics=metrics)
+        self._inflight: dict[str, asyncio.Task[ScopeReply]] = {}
+        self._epochs: dict[str, int] = {}
+        self._running: set[asyncio.Task[ScopeReply]] = set()
+
+    # -- scope --------------------------------------------------------------------------------
+
+    async def scope(self, user: str, groups: Sequence[str]) -> ScopeOutcome:
+        start = time.perf_counter()
+        norm = normalize_groups(tuple(groups))
+        key = self._cache.scope_key(user, norm)
+        cached = await self._cache.get_scope(key)
+        if cached is not None and not cached.errors:
+            self._metrics.scope_requests.labels("hit").inc()
+            reply = cached.model_copy(update={"cached": True})
+            return ScopeOutcome(reply, "hit", _ms(start))
+
+        task = self._inflight.get(key)
+        if task is None:
+            task = asyncio.create_task(self._resolve_and_store(key, user, norm), name=f"authz-resolve-{user}")
+            self._inflight[key] = task
+            self._running.add(task)
+            task.add_done_callback(lambda t, k=key: self._forget(k, t))
+        # shield: a requester that gives up must not cancel the resolution the others wait for.
+        reply = await asyncio.shield(task)
+        outcome: Literal["miss", "error"] = "error" if reply.errors else "miss"
+        self._metrics.scope_requests.labels(outcome).inc()
+        return ScopeOutcome(reply, outcome, _ms(start))
+
+    async def _resolve_and_store(self, key: str, user: str, groups: tuple[str, ...]) -> ScopeReply:
+        epoch = self._epochs.get(user, 0)
+        with self._metrics.resolve_seconds.time():
+            reply = await self._resolver.resolve(user, groups)
+        if not reply.errors and self._epochs.get(user, 0) == epoch:
+            await self._cache.put_scope(key, user, reply)
+        return reply
+
+    def _forget(self, key: str, task: asyncio.Task[ScopeReply]) -> None:
+        self._running.discard(task)
+        if self._inflight.get(key) is task:
+            del self._inflight[key]
+
+    async def invalidate(self, user: str) -> int:
+        """Drop every cached scope of ``user``; in-flight resolutions for them are not cached."""
+        self._epochs[user] = self._epochs.get(user, 0) + 1
+        prefix = self._cache.scope_key(user, ()).rsplit(":", 1)[0] + ":"
+        for key in [k for k in self._inflight if k.startswith(prefix)]:
+            self._inflight.pop(key, None)  # new requests start a fresh resolution
+        return await self._cache.invalidate(user)
+
+    # -- authenticate -------------------------------------------------------------------------
+
+    async def authenticate(self, token: str) -> AuthenticateReply:
+        if not token:
+            return AuthenticateReply(authenticated=False, error="invalid token")
+        cached = await self._cache.get_identity(token)
+        if cached is not None:
+            return AuthenticateReply(authenticated=True, user=cached.user, groups=cached.groups)
+        if not self._clusters:
+            return AuthenticateReply(authenticated=False, error="authorization is unavailable: no clusters configured")
+
+        failures: list[str] = []
+        for cluster in self._clusters:
+            try:
+                identity = await self._backend.token_review(cluster, token)
+            except BackendError as e:
+                self._metrics.token_reviews.labels(cluster, "error").inc()
+                log.warning("token review on cluster %s failed: %s", cluster, e, extra={"cluster": cluster})
+                failures.append(f"{cluster}: {e}")
+                continue
+            if identity.authenticated:
+                self._metrics.token_reviews.labels(cluster, "authenticated").inc()
+                identity = _with_authenticated_group(identity)
+                await self._cache.put_identity(token, identity)
+                return AuthenticateReply(authenticated=True, user=identity.user, groups=identity.groups)
+            self._metrics.token_reviews.labels(cluster, "unauthenticated").inc()
+
+        if failures:
+            # The token may belong to a cluster that did not answer: we cannot call it invalid.
+            return AuthenticateReply(
+                authenticated=False, error="authorization is unavailable: " + "; ".join(failures)
+            )
+        return AuthenticateReply(authenticated=False, error="invalid token")
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        tasks = list(self._running)
+        self._inflight.clear()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._backend.aclose()
+
+
+def _with_authenticated_group(identity: TokenIdentity) -> TokenIdentity:
+    if AUTHENTICATED_GROUP in identity.groups:
+        return identity
+    return identity._replace(groups=(*identity.groups, AUTHENTICATED_GROUP))
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)

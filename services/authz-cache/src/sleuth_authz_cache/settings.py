@@ -1,0 +1,29 @@
+"""Settings of authz-cache: the shared groups plus ``authz_cache`` (listen address, metrics)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sleuth_common.config import ServiceSettings
+
+__all__ = ["AuthzCacheSettings", "Settings"]
+
+
+class AuthzCacheSettings(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    host: str = "127.0.0.1"
+    """Address the health/metrics server listens on."""
+    metrics_port: int = 9101
+    """Port of ``/healthz`` and ``/metrics``; 0 turns the server off."""
+    token_cache_ttl: float = 30.0
+    """Seconds a successful TokenReview stays cached (keyed by the token's SHA-256); 0 = off."""
+    max_concurrent_requests: int = 64
+    """Bus requests handled at once per subscription by one replica."""
+
+
+class Settings(ServiceSettings):
+    """authz-cache settings. The ``authz`` group (cache_ttl, backend_timeout, review_concurrency …)
+    and ``clusters`` (api_server, ca_file, authz_token_env/_file) come from ``ServiceSettings``."""
+
+    authz_cache: AuthzCacheSettings = Field(default_factory=AuthzCacheSettings)

@@ -1,0 +1,322 @@
+"""authz-cache bus handlers in memory (TestNatsBroker) over a fake backend.
+
+Tests that need the cache run against a real Valkey (``connected``); the others point Redis at a
+closed port, which is also how "Redis unavailable" is exercised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from faststream.nats import TestNatsBroker
+
+from sleuth_authz_cache.app import AuthzCache, build
+from sleuth_common.messages import (
+    AuthenticateReply,
+    AuthenticateRequest,
+    InvalidateRequest,
+    ScopeReply,
+    ScopeRequest,
+)
+from sleuth_common.subjects import Subjects
+
+
+@dataclass
+class Bus:
+    parts: AuthzCache
+    broker: Any
+    subjects: Subjects
+    audit: list[dict[str, Any]] = field(default_factory=list)
+
+    async def scope(self, user: str, groups: tuple[str, ...] = ()) -> ScopeReply:
+        msg = await self.broker.request(ScopeRequest(user=user, groups=groups), self.subjects.authz_scope, timeout=5)
+        return ScopeReply.model_validate_json(msg.body)
+
+    async def authenticate(self, token: str) -> AuthenticateReply:
+        msg = await self.broker.request(AuthenticateRequest(token=token), self.subjects.authz_authenticate, timeout=5)
+        return AuthenticateReply.model_validate_json(msg.body)
+
+    async def invalidate(self, user: str) -> None:
+        await self.broker.publish(InvalidateRequest(user=user), self.subjects.authz_invalidate)
+
+    def counter(self, name: str, **labels: str) -> float:
+        return self.parts.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+@asynccontextmanager
+async def running(settings, backend) -> AsyncIterator[Bus]:
+    parts = build(settings, backend=backend)
+    subjects = Subjects(settings.prefix)
+    audit: list[dict[str, Any]] = []
+
+    @parts.broker.subscriber(subjects.audit("scope_resolved"))
+    async def on_audit(event: dict[str, Any]) -> None:
+        audit.append(event)
+
+    try:
+        async with TestNatsBroker(parts.broker) as br:
+            yield Bus(parts, br, subjects, audit)
+    finally:
+        await parts.aclose()
+
+
+# -- without a cache ---------------------------------------------------------------------------
+
+async def test_scope_per_cluster_from_reviews(settings_factory, fake_backend, dead_redis_url):
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        alice = await bus.scope("alice", ("team-a",))
+        carol = await bus.scope("carol", ("platform-admins",))
+        nobody = await bus.scope("mallory", ("outsiders",))
+
+    assert set(alice.clusters) == {"demo", "prod-1"}
+    assert alice.clusters["demo"].namespaces == ("team-a",)
+    assert not alice.clusters["demo"].cluster_wide
+    assert alice.allowed("demo", "team-a") and not alice.allowed("demo", "team-b")
+    assert carol.clusters["demo"].cluster_wide
+    assert "team-b" in carol.clusters["demo"].namespaces
+    assert nobody.empty and not nobody.errors
+    # carol's cluster-scope review passed, so no per-namespace reviews were made for her.
+    assert not alice.cached and not carol.cached
+
+
+async def test_failed_cluster_is_left_out_and_named(settings_factory, fake_backend, dead_redis_url):
+    fake_backend.clusters["prod-1"].fail = "timed out after 5s"
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        reply = await bus.scope("alice", ("team-a",))
+        assert bus.counter("sleuth_authz_scope_requests_total", outcome="error") == 1
+        assert bus.counter("sleuth_authz_reviews_total", cluster="prod-1", outcome="error") == 1
+
+    assert set(reply.clusters) == {"demo"}
+    assert reply.errors == {"prod-1": "timed out after 5s"}
+    assert not reply.allowed("prod-1", "team-a")
+
+
+async def test_cluster_without_namespace_list_permission_errors_for_tenants_only(
+    settings_factory, fake_backend, dead_redis_url
+):
+    fake_backend.clusters["demo"].fail_namespace_list = True
+    async with running(settings_factory(dead_redis_url, clusters=("demo",)), fake_backend) as bus:
+        alice = await bus.scope("alice", ("team-a",))
+        carol = await bus.scope("carol", ("platform-admins",))
+
+    assert alice.clusters == {} and "list namespaces" in alice.errors["demo"]
+    assert carol.clusters["demo"].cluster_wide and carol.clusters["demo"].namespaces == ()
+    assert carol.errors == {}
+
+
+async def test_audit_event_counts_not_names(settings_factory, fake_backend, dead_redis_url):
+    fake_backend.clusters["prod-1"].fail = "cannot connect: refused"
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        await bus.scope("alice", ("team-a",))
+        await asyncio.sleep(0)
+        events = list(bus.audit)
+
+    assert len(events) == 1
+    event = events[0]
+    assert event["user"] == "alice"
+    assert event["clusters"] == {"demo": {"namespaces": 1, "cluster_wide": False}}
+    assert event["errors"] == ["prod-1"]
+    assert event["cached"] is False
+    assert event["duration_ms"] >= 0
+    assert "team-a" not in json.dumps(event)
+
+
+async def test_scope_answers_when_redis_is_down(settings_factory, fake_backend, dead_redis_url):
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        first = await bus.scope("alice", ("team-a",))
+        second = await bus.scope("alice", ("team-a",))
+        assert bus.counter("sleuth_authz_cache_errors_total", op="get") >= 1
+
+    assert first.clusters["demo"].namespaces == ("team-a",) == second.clusters["demo"].namespaces
+    assert not second.cached
+    assert fake_backend.resolutions("demo") == 2  # no cache: resolved each time, never widened
+
+
+async def test_concurrent_misses_collapse_into_one_resolution(settings_factory, fake_backend, dead_redis_url):
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        replies = await asyncio.gather(*(bus.scope("alice", ("team-a", "system:authenticated")) for _ in range(20)))
+
+    assert all(r.clusters["demo"].namespaces == ("team-a",) for r in replies)
+    assert fake_backend.resolutions("demo") == 1
+    assert fake_backend.resolutions("prod-1") == 1
+
+
+async def test_different_group_sets_resolve_separately(settings_factory, fake_backend, dead_redis_url):
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        a, b = await asyncio.gather(bus.scope("alice", ("team-a",)), bus.scope("alice", ("team-b",)))
+
+    assert a.clusters["demo"].namespaces == ("team-a",)
+    assert b.clusters["demo"].namespaces == ("team-b",)
+
+
+async def test_namespace_reviews_respect_review_concurrency(settings_factory, fake_backend, dead_redis_url):
+    fake_backend.clusters["demo"].namespaces = [f"ns-{i}" for i in range(30)]
+    fake_backend.clusters["demo"].readers = {"ns-7": {"team-x"}, "ns-21": {"team-x"}}
+    settings = settings_factory(dead_redis_url, clusters=("demo",), review_concurrency=3)
+    async with running(settings, fake_backend) as bus:
+        reply = await bus.scope("eve", ("team-x",))
+
+    assert reply.clusters["demo"].namespaces == ("ns-21", "ns-7")
+    assert fake_backend.calls[("demo", "review_namespace")] == 30
+    assert fake_backend.max_active_namespace_reviews == 3
+
+
+# -- authenticate ------------------------------------------------------------------------------
+
+async def test_authenticate_known_token(settings_factory, fake_backend, dead_redis_url):
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        alice = await bus.authenticate("demo-alice-token")
+        bob = await bus.authenticate("demo-bob-token")
+
+    assert alice.authenticated and alice.user == "alice" and alice.error == ""
+    assert alice.groups == ("team-a", "system:authenticated")
+    # A review that left out system:authenticated gets it, as Kubernetes would have added it.
+    assert bob.groups == ("team-b", "system:authenticated")
+
+
+async def test_authenticate_bad_token(settings_factory, fake_backend, dead_redis_url):
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        reply = await bus.authenticate("not-a-token")
+        empty = await bus.authenticate("")
+
+    assert not reply.authenticated and reply.user == "" and reply.error == "invalid token"
+    assert not empty.authenticated and empty.error == "invalid token"
+
+
+async def test_authenticate_tries_clusters_in_turn(settings_factory, fake_backend, dead_redis_url):
+    fake_backend.clusters["demo"].tokens = {}
+    fake_backend.clusters["prod-1"].tokens = {"prod-token": ("dave", ("sre",))}
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        reply = await bus.authenticate("prod-token")
+
+    assert reply.authenticated and reply.user == "dave"
+
+
+async def test_authenticate_unavailable_when_no_cluster_answers(settings_factory, fake_backend, dead_redis_url):
+    for c in fake_backend.clusters.values():
+        c.fail = "cannot connect: refused"
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        reply = await bus.authenticate("demo-alice-token")
+
+    assert not reply.authenticated
+    assert reply.error.startswith("authorization is unavailable: ")
+    assert "demo" in reply.error and "prod-1" in reply.error
+
+
+async def test_authenticate_unavailable_when_a_silent_cluster_might_know_the_token(
+    settings_factory, fake_backend, dead_redis_url
+):
+    fake_backend.clusters["prod-1"].fail = "timed out after 5s"
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        unknown = await bus.authenticate("not-a-token")
+        known = await bus.authenticate("demo-alice-token")
+
+    assert unknown.error.startswith("authorization is unavailable: ")
+    assert known.authenticated  # the first cluster knew it; the silent one was never asked
+
+
+async def test_no_clusters_configured(settings_factory, fake_backend, dead_redis_url):
+    async with running(settings_factory(dead_redis_url, clusters=()), fake_backend) as bus:
+        auth = await bus.authenticate("demo-alice-token")
+        scope = await bus.scope("alice", ("team-a",))
+
+    assert auth.error.startswith("authorization is unavailable")
+    assert scope.empty and scope.clusters == {}
+
+
+# -- with a real Valkey --------------------------------------------------------------------------
+
+@pytest.mark.connected
+async def test_cache_hit_then_miss_after_ttl(settings_factory, fake_backend, valkey):
+    async with running(settings_factory(valkey.url, cache_ttl=0.4), fake_backend) as bus:
+        first = await bus.scope("alice", ("team-a", "system:authenticated"))
+        second = await bus.scope("alice", ("system:authenticated", "team-a", "team-a"))  # same set
+        assert bus.counter("sleuth_authz_scope_requests_total", outcome="hit") == 1
+        await asyncio.sleep(0.6)
+        third = await bus.scope("alice", ("team-a", "system:authenticated"))
+        await asyncio.sleep(0)
+        audit = list(bus.audit)
+
+    assert not first.cached and second.cached and not third.cached
+    assert second.clusters == first.clusters and second.user == "alice"
+    assert fake_backend.resolutions("demo") == 2
+    assert [e["cached"] for e in audit] == [False, True, False]
+
+
+@pytest.mark.connected
+async def test_errors_are_never_cached(settings_factory, fake_backend, valkey):
+    fake_backend.clusters["prod-1"].fail = "HTTP 503: unavailable"
+    async with running(settings_factory(valkey.url), fake_backend) as bus:
+        broken = await bus.scope("alice", ("team-a",))
+        fake_backend.clusters["prod-1"].fail = None
+        healed = await bus.scope("alice", ("team-a",))
+        cached = await bus.scope("alice", ("team-a",))
+
+    assert broken.errors and not broken.cached
+    assert not healed.errors and not healed.cached and healed.clusters["prod-1"].namespaces == ("team-a",)
+    assert cached.cached and cached.clusters == healed.clusters
+
+
+@pytest.mark.connected
+async def test_invalidate_drops_every_group_set_of_the_user(settings_factory, fake_backend, valkey):
+    async with running(settings_factory(valkey.url, clusters=("demo",)), fake_backend) as bus:
+        await bus.scope("alice", ("team-a",))
+        await bus.scope("alice", ("team-a", "team-b"))
+        await bus.scope("bob", ("team-b",))
+        assert (await bus.scope("alice", ("team-a",))).cached
+
+        # the refresh: alice lost team-a in the cluster meanwhile
+        fake_backend.clusters["demo"].readers["team-a"] = set()
+        await bus.invalidate("alice")
+
+        a1 = await bus.scope("alice", ("team-a",))
+        a2 = await bus.scope("alice", ("team-a", "team-b"))
+        b = await bus.scope("bob", ("team-b",))
+
+    assert not a1.cached and a1.clusters["demo"].namespaces == ()
+    assert not a2.cached and a2.clusters["demo"].namespaces == ("team-b",)
+    assert b.cached  # other users keep their cache
+
+
+@pytest.mark.connected
+async def test_invalidate_during_resolution_keeps_the_stale_result_out(settings_factory, fake_backend, valkey):
+    fake_backend.delay = 0.2
+    async with running(settings_factory(valkey.url, clusters=("demo",)), fake_backend) as bus:
+        pending = asyncio.create_task(bus.scope("alice", ("team-a",)))
+        await asyncio.sleep(0.05)
+        await bus.invalidate("alice")
+        await pending
+        after = await bus.scope("alice", ("team-a",))
+
+    assert not after.cached
+    assert fake_backend.resolutions("demo") == 2
+
+
+@pytest.mark.connected
+async def test_successful_token_reviews_are_cached_by_hash(settings_factory, fake_backend, valkey):
+    import redis.asyncio as aioredis
+
+    async with running(settings_factory(valkey.url), fake_backend) as bus:
+        one = await bus.authenticate("demo-alice-token")
+        two = await bus.authenticate("demo-alice-token")
+        bad1 = await bus.authenticate("nope")
+        bad2 = await bus.authenticate("nope")
+
+    assert one == two and one.authenticated
+    assert fake_backend.calls[("demo", "token_review")] == 1 + 2  # alice once; the bad token twice
+    assert not bad1.authenticated and not bad2.authenticated
+    client = aioredis.Redis.from_url(valkey.url)
+    try:
+        keys = [k.decode() async for k in client.scan_iter("*")]
+        values = [await client.get(k) for k in keys if ":token:" in k]
+    finally:
+        await client.aclose()
+    assert any(":token:" in k for k in keys)
+    assert not any("demo-alice-token" in k for k in keys)
+    assert all(b"demo-alice-token" not in (v or b"") for v in values)
