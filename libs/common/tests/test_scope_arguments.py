@@ -33,10 +33,17 @@ CASES = [
     Case("foreign namespace", "list_pods", {"namespace": "team-b"}, "namespace_out_of_scope"),
     Case("no namespace", "list_pods", {}, "namespace_required"),
     Case("empty namespace", "list_events", {"namespace": ""}, "namespace_required"),
-    Case("namespaces list mixed", "list_pods", {"namespaces": ["team-a", "team-b"]}, "namespace_out_of_scope"),
+    Case(
+        "namespaces list mixed", "list_pods", {"namespaces": ["team-a", "team-b"]}, "namespace_out_of_scope"
+    ),
     Case("namespaces csv", "list_pods", {"namespaces": "team-a,team-a"}, None),
     Case("wildcard", "list_pods", {"namespace": "*"}, "namespace_out_of_scope"),
-    Case("all namespaces flag", "list_pods", {"namespace": "team-a", "all_namespaces": True}, "namespace_required"),
+    Case(
+        "all namespaces flag",
+        "list_pods",
+        {"namespace": "team-a", "all_namespaces": True},
+        "namespace_required",
+    ),
     Case("cluster admin tool", "list_nodes", {}, "cluster_admin_only"),
     Case("get_resource cluster-scoped", "get_resource", {"kind": "Node", "name": "n1"}, "namespace_required"),
     Case("get_resource own", "get_resource", {"kind": "ConfigMap", "name": "x", "namespace": "team-a"}, None),

@@ -1,0 +1,22 @@
+"""MCP clients that see a server through one caller's scope (DESIGN §2).
+
+``ScopedMcpClient`` wraps one streamable-HTTP MCP server; ``ClusterTools`` joins the servers of
+one cluster. Every call is argument-checked before it is sent and its result filtered before it
+is returned; failures come back as ``ToolResult(status="error")``, never as exceptions.
+"""
+
+from sleuth_common.mcp._client import ScopedMcpClient
+from sleuth_common.mcp._commands import kubectl_command
+from sleuth_common.mcp._mux import ClusterTools
+from sleuth_common.mcp._result import AuditCallback, ToolAuditEvent, ToolInfo, ToolResult, ToolStatus
+
+__all__ = [
+    "AuditCallback",
+    "ClusterTools",
+    "ScopedMcpClient",
+    "ToolAuditEvent",
+    "ToolInfo",
+    "ToolResult",
+    "ToolStatus",
+    "kubectl_command",
+]
