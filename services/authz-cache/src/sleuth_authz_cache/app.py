@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import math
 from dataclasses import dataclass
 
 from faststream import FastStream
@@ -66,8 +68,9 @@ def build(settings: Settings, *, backend: AuthzBackend | None = None) -> AuthzCa
     )
     broker = NatsBroker(
         settings.nats.url.split(","),
-        connect_timeout=settings.nats.connect_timeout,
+        connect_timeout=math.ceil(settings.nats.connect_timeout),  # FastStream types it int
         max_reconnect_attempts=-1,
+        log_level=logging.DEBUG,  # per-message Received/Processed lines: too chatty for INFO
     )
     broker.include_router(
         build_router(service, Subjects(settings.prefix), max_workers=settings.authz_cache.max_concurrent_requests)
@@ -78,5 +81,5 @@ def build(settings: Settings, *, backend: AuthzBackend | None = None) -> AuthzCa
 
 
 def create_app(settings: Settings, *, backend: AuthzBackend | None = None) -> FastStream:
-    """The FastStream app answering ``sleuth.authz.*`` (DESIGN §1–2)."""
+    """The FastStream app answering ``sleuth.authz.*`` (DESIGN sections 1 and 2)."""
     return build(settings, backend=backend).app

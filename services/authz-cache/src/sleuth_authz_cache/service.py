@@ -13,6 +13,7 @@ resolution out of the cache (its result may predate the change being refreshed f
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -76,7 +77,7 @@ class AuthzService:
             task = asyncio.create_task(self._resolve_and_store(key, user, norm), name=f"authz-resolve-{user}")
             self._inflight[key] = task
             self._running.add(task)
-            task.add_done_callback(lambda t, k=key: self._forget(k, t))
+            task.add_done_callback(functools.partial(self._forget, key))
         # shield: a requester that gives up must not cancel the resolution the others wait for.
         reply = await asyncio.shield(task)
         outcome: Literal["miss", "error"] = "error" if reply.errors else "miss"

@@ -1,0 +1,195 @@
+"""authz-cache against real nats-server, Valkey and a real SimCluster over HTTPS.
+
+The service runs in-process (``build(settings).app.start()``); clients talk to it over NATS the way
+the gateway and agent do. One test also runs it as a process (``python -m sleuth_authz_cache``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from faststream.nats import NatsBroker
+
+from sleuth.embedded import free_port, wait_for_port
+from sleuth_authz_cache.app import build
+from sleuth_authz_cache.settings import Settings
+from sleuth_common.config import load_settings
+from sleuth_common.messages import (
+    AuthenticateReply,
+    AuthenticateRequest,
+    InvalidateRequest,
+    ScopeReply,
+    ScopeRequest,
+)
+from sleuth_common.subjects import Subjects
+
+pytestmark = pytest.mark.connected
+
+FIXTURE = Path(__file__).parent / "fixtures" / "mini"
+TOKEN_ENV = "SLEUTH_TEST_AUTHZ_TOKEN_DEMO"
+SUBJECTS = Subjects("sleuth")
+
+
+@pytest.fixture(params=["fixture", "demo"])
+def snapshot(request, demo_snapshot: Path) -> Path:
+    return FIXTURE if request.param == "fixture" else demo_snapshot
+
+
+@pytest.fixture
+def sim(snapshot: Path, tmp_path: Path) -> Iterator[object]:
+    from sleuth_simcluster import SimCluster
+
+    cluster = SimCluster(snapshot, tmp_path / "sim", host="127.0.0.1", port=0)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def stack_config(sim, nats_url: str, redis_url: str, metrics_port: int = 0) -> dict:
+    return {
+        "nats": {"url": nats_url},
+        "redis": {"url": redis_url},
+        "authz": {"cache_ttl": 30, "backend_timeout": 2},
+        "authz_cache": {"metrics_port": metrics_port},
+        "clusters": [{"name": "demo", "aliases": ["dev"], "api_server": sim.url, "ca_file": str(sim.ca_file),
+                      "authz_token_env": TOKEN_ENV}],
+    }
+
+
+@pytest.fixture
+async def service(sim, nats_server, valkey, monkeypatch) -> AsyncIterator[object]:
+    monkeypatch.setenv(TOKEN_ENV, sim.token("sleuth-authz"))
+    parts = build(Settings(**stack_config(sim, nats_server.url, valkey.url)))
+    await parts.app.start()
+    try:
+        yield parts
+    finally:
+        await parts.app.stop()
+
+
+@pytest.fixture
+async def client(nats_server) -> AsyncIterator[NatsBroker]:
+    broker = NatsBroker(nats_server.url)
+    await broker.connect()
+    try:
+        yield broker
+    finally:
+        await broker.stop()
+
+
+async def ask_scope(client: NatsBroker, user: str, groups: tuple[str, ...], wait: float = 3.0) -> ScopeReply:
+    msg = await client.request(ScopeRequest(user=user, groups=groups), SUBJECTS.authz_scope, timeout=wait)
+    return ScopeReply.model_validate_json(msg.body)
+
+
+async def ask_auth(client: NatsBroker, token: str, wait: float = 3.0) -> AuthenticateReply:
+    msg = await client.request(AuthenticateRequest(token=token), SUBJECTS.authz_authenticate, timeout=wait)
+    return AuthenticateReply.model_validate_json(msg.body)
+
+
+async def test_scopes_of_the_demo_users(service, client):
+    alice = await ask_scope(client, "alice", ("team-a", "system:authenticated"))
+    bob = await ask_scope(client, "bob", ("team-b", "system:authenticated"))
+    carol = await ask_scope(client, "carol", ("platform-admins", "system:authenticated"))
+
+    assert alice.errors == {} and alice.clusters["demo"].namespaces == ("team-a",)
+    assert not alice.clusters["demo"].cluster_wide
+    assert bob.clusters["demo"].namespaces == ("team-b",) and not bob.clusters["demo"].cluster_wide
+    assert carol.clusters["demo"].cluster_wide
+    assert {"team-a", "team-b", "kube-system"} <= set(carol.clusters["demo"].namespaces)
+
+    again = await ask_scope(client, "alice", ("system:authenticated", "team-a"))
+    assert again.cached and again.clusters == alice.clusters
+
+
+async def test_authenticate_with_tokenreview(service, client):
+    alice = await ask_auth(client, "demo-alice-token")
+    bad = await ask_auth(client, "not-a-demo-token")
+
+    assert alice.authenticated and alice.user == "alice"
+    assert "team-a" in alice.groups and "system:authenticated" in alice.groups
+    assert not bad.authenticated and bad.error == "invalid token"
+
+
+async def test_refresh_then_scope_again(service, client):
+    await ask_scope(client, "alice", ("team-a",))
+    await client.publish(InvalidateRequest(user="alice"), SUBJECTS.authz_invalidate)
+    await asyncio.sleep(0.2)  # a publish has no reply; give the replica a moment
+    after = await ask_scope(client, "alice", ("team-a",))
+    assert not after.cached and after.clusters["demo"].namespaces == ("team-a",)
+
+
+async def test_concurrent_requests_over_nats_collapse(service, client):
+    replies = await asyncio.gather(*(ask_scope(client, "bob", ("team-b",), wait=5) for _ in range(20)))
+    assert {r.clusters["demo"].namespaces for r in replies} == {("team-b",)}
+    resolutions = service.metrics.registry.get_sample_value("sleuth_authz_resolve_seconds_count")
+    assert resolutions == 1
+
+
+async def test_cluster_down_fails_closed_quickly(service, client, sim):
+    sim.stop()
+    started = time.monotonic()
+    bob = await ask_scope(client, "bob", ("team-b",), wait=5)
+    auth = await ask_auth(client, "demo-bob-token", wait=5)
+    elapsed = time.monotonic() - started
+
+    assert bob.clusters == {} and "demo" in bob.errors and not bob.cached
+    assert bob.empty
+    assert not auth.authenticated and auth.error.startswith("authorization is unavailable")
+    assert elapsed < 5
+
+
+async def test_wrong_authz_token_is_a_cluster_error(service, client, monkeypatch):
+    monkeypatch.setenv(TOKEN_ENV, "not-the-authz-token")
+    reply = await ask_scope(client, "carol", ("platform-admins",))
+    assert reply.clusters == {} and "401" in reply.errors["demo"]
+
+
+@pytest.mark.parametrize("snapshot", ["fixture"], indirect=True)
+def test_process_serves_health_metrics_and_stops_on_sigterm(sim, nats_server, valkey, tmp_path):
+    port = free_port()
+    config = tmp_path / "sleuth.yaml"
+    config.write_text(yaml.safe_dump(stack_config(sim, nats_server.url, valkey.url, metrics_port=port)))
+    assert load_settings(Settings, config).authz_cache.metrics_port == port
+    env = {**os.environ, TOKEN_ENV: sim.token("sleuth-authz")}
+    proc = subprocess.Popen([sys.executable, "-m", "sleuth_authz_cache", "--config", str(config)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        wait_for_port("127.0.0.1", port, 15, proc)
+        deadline = time.monotonic() + 10
+        while True:
+            health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+            if health.status_code == 200 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert health.status_code == 200
+
+        async def ask() -> ScopeReply:
+            broker = NatsBroker(nats_server.url)
+            await broker.connect()
+            try:
+                return await ask_scope(broker, "alice", ("team-a",))
+            finally:
+                await broker.stop()
+
+        assert asyncio.run(ask()).clusters["demo"].namespaces == ("team-a",)
+        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+        assert 'sleuth_authz_scope_requests_total{outcome="miss"} 1.0' in metrics
+        assert 'sleuth_authz_reviews_total{cluster="demo",outcome="allowed"}' in metrics
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=15)
+    assert proc.returncode == 0, out.decode(errors="replace")[-2000:]
+    assert b"demo-sleuth-authz-token" not in out
