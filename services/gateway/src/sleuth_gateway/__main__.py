@@ -1,0 +1,41 @@
+"""``python -m sleuth_gateway --config FILE`` / ``sleuth-gateway``: serve the gateway with uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+import uvicorn
+
+from sleuth_common.config import load_settings
+from sleuth_gateway._logging import configure_logging
+from sleuth_gateway.app import create_app
+from sleuth_gateway.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="sleuth-gateway", description=__doc__)
+    parser.add_argument("--config", help="YAML config file of the stack (the gateway: section and shared groups)")
+    parser.add_argument("--host", help="override gateway.host")
+    parser.add_argument("--port", type=int, help="override gateway.port")
+    args = parser.parse_args(argv)
+    settings = load_settings(Settings, args.config)
+    if args.host or args.port:
+        update = {k: v for k, v in (("host", args.host), ("port", args.port)) if v}
+        settings = settings.model_copy(update={"gateway": settings.gateway.model_copy(update=update)})
+    configure_logging(settings.logging)
+    log.info("starting gateway", extra={"url": settings.gateway.url()})
+    uvicorn.run(
+        create_app(settings),
+        host=settings.gateway.host,
+        port=settings.gateway.port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""``create_app(settings)``: the gateway's ASGI app (API, web chat, health, metrics)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.routing import Route
+
+from sleuth_gateway import handlers, web
+from sleuth_gateway.errors import ApiError
+from sleuth_gateway.middleware import RequestContextMiddleware
+from sleuth_gateway.runtime import Gateway
+from sleuth_gateway.settings import Settings
+
+__all__ = ["create_app"]
+
+
+def create_app(settings: Settings | None = None) -> Starlette:
+    """Build the app; nothing connects until the ASGI lifespan starts."""
+    settings = settings or Settings()
+    gateway = Gateway(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await gateway.start()
+        try:
+            yield
+        finally:
+            await gateway.stop()
+
+    routes = [
+        Route("/", web.index, methods=["GET"]),
+        Route("/v1/whoami", handlers.whoami, methods=["GET"]),
+        Route("/v1/query", handlers.query, methods=["POST"]),
+        Route("/v1/conversation", handlers.conversation, methods=["GET"]),
+        Route("/v1/conversation", handlers.clear_conversation, methods=["DELETE"]),
+        Route("/healthz", handlers.healthz, methods=["GET"]),
+        Route("/metrics", handlers.metrics, methods=["GET"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(RequestContextMiddleware, metrics=gateway.metrics)],
+        exception_handlers={ApiError: handlers.api_error, HTTPException: handlers.http_error},
+        lifespan=lifespan,
+    )
+    app.state.gateway = gateway
+    return app

@@ -1,0 +1,250 @@
+"""The gateway's side of the bus (nats-py): authenticate, invalidate, submit jobs, watch them.
+
+The gateway makes core request/reply calls (authz-cache), JetStream publishes (jobs) and plain
+subscriptions to one job's progress and done subjects, so it uses the NATS client directly
+rather than a FastStream app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+
+import nats
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from nats.errors import Error as NatsError
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import JetStreamContext
+from nats.js.api import RetentionPolicy, StorageType
+from nats.js.errors import BadRequestError, NotFoundError
+from pydantic import ValidationError
+
+from sleuth_common.config import NatsSettings
+from sleuth_common.messages import (
+    AuthenticateReply,
+    AuthenticateRequest,
+    InvalidateRequest,
+    InvestigationJob,
+    InvestigationResult,
+    JobProgress,
+)
+from sleuth_common.subjects import Subjects
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Bus", "BusError", "JobWatch", "ensure_streams"]
+
+_STREAM_NAME_IN_USE = 10058
+
+
+class BusError(Exception):
+    """The bus could not carry a request (no responder, timeout, disconnected)."""
+
+
+async def ensure_streams(js: JetStreamContext, subjects: Subjects) -> None:
+    """Create the JOBS stream if absent: work-queue retention, file storage.
+
+    An existing stream is left as it is (whoever created it first wins; its config is the
+    operator's). Safe to call from several replicas at once.
+    """
+    name = subjects.stream_jobs
+    try:
+        await js.stream_info(name)
+        return
+    except NotFoundError:
+        pass
+    try:
+        await js.add_stream(
+            name=name,
+            subjects=[subjects.jobs_investigate],
+            retention=RetentionPolicy.WORK_QUEUE,
+            storage=StorageType.FILE,
+        )
+        log.info("created JetStream stream", extra={"stream": name})
+    except BadRequestError as exc:
+        if exc.err_code != _STREAM_NAME_IN_USE:
+            raise
+
+
+class JobWatch:
+    """Progress and the result of one job, subscribed before the job is published."""
+
+    def __init__(self, nc: NatsClient, subjects: Subjects, job_id: str) -> None:
+        self._nc = nc
+        self._subjects = subjects
+        self.job_id = job_id
+        self._queue: asyncio.Queue[JobProgress | InvestigationResult] = asyncio.Queue()
+        self._subs: list[Subscription] = []
+        self._closed = False
+
+    async def open(self) -> JobWatch:
+        try:
+            self._subs.append(await self._nc.subscribe(self._subjects.jobs_done(self.job_id), cb=self._on_done))
+            self._subs.append(
+                await self._nc.subscribe(self._subjects.jobs_progress(self.job_id), cb=self._on_progress)
+            )
+        except NatsError as exc:
+            await self.close()
+            raise BusError(f"cannot subscribe to the job's subjects: {exc}") from exc
+        return self
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for sub in self._subs:
+            with contextlib.suppress(NatsError):
+                await sub.unsubscribe()
+        self._subs.clear()
+
+    async def _on_done(self, msg: Msg) -> None:
+        try:
+            result = InvestigationResult.model_validate_json(msg.data)
+        except ValidationError:
+            log.warning("ignored a malformed result", extra={"job_id": self.job_id, "subject": msg.subject})
+            return
+        if result.job_id and result.job_id != self.job_id:
+            log.warning("ignored a result for another job", extra={"job_id": self.job_id})
+            return
+        self._queue.put_nowait(result)
+
+    async def _on_progress(self, msg: Msg) -> None:
+        try:
+            progress = JobProgress.model_validate_json(msg.data)
+        except ValidationError:
+            log.warning("ignored malformed progress", extra={"job_id": self.job_id, "subject": msg.subject})
+            return
+        self._queue.put_nowait(progress)
+
+    async def events(
+        self, deadline: float, heartbeat: float | None = None
+    ) -> AsyncIterator[JobProgress | InvestigationResult | None]:
+        """Progress messages, then the result; raises ``TimeoutError`` at ``deadline`` (unix seconds).
+
+        With ``heartbeat``, yields ``None`` after that many quiet seconds (to keep a stream alive).
+        """
+        while True:
+            remaining = deadline - time.time()
+            if remaining <= 0:
+                raise TimeoutError
+            wait = min(remaining, heartbeat) if heartbeat else remaining
+            try:
+                item = await asyncio.wait_for(self._queue.get(), wait)
+            except TimeoutError:
+                if heartbeat and time.time() < deadline:
+                    yield None
+                    continue
+                raise
+            yield item
+            if isinstance(item, InvestigationResult):
+                return
+
+    async def result(self, deadline: float) -> InvestigationResult:
+        async for item in self.events(deadline):
+            if isinstance(item, InvestigationResult):
+                return item
+        raise TimeoutError  # pragma: no cover - events() ends only with a result
+
+
+class Bus:
+    """One NATS connection for the gateway process."""
+
+    def __init__(self, nats_settings: NatsSettings, subjects: Subjects, *, request_timeout: float,
+                 publish_timeout: float) -> None:
+        self._settings = nats_settings
+        self.subjects = subjects
+        self.request_timeout = request_timeout
+        self.publish_timeout = publish_timeout
+        self._nc: NatsClient | None = None
+        self._js: JetStreamContext | None = None
+        self._closing = False
+
+    async def connect(self) -> None:
+        servers = [s.strip() for s in self._settings.url.split(",") if s.strip()]
+        self._nc = await nats.connect(
+            servers=servers,
+            name="sleuth-gateway",
+            connect_timeout=self._settings.connect_timeout,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=1,
+            error_cb=self._on_error,
+            disconnected_cb=self._on_disconnected,
+            reconnected_cb=self._on_reconnected,
+        )
+        self._js = self._nc.jetstream(timeout=self.publish_timeout)
+        await ensure_streams(self._js, self.subjects)
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._nc is not None and not self._nc.is_closed:
+            with contextlib.suppress(NatsError, asyncio.TimeoutError):
+                await self._nc.close()
+
+    @property
+    def connected(self) -> bool:
+        return self._nc is not None and self._nc.is_connected
+
+    def _client(self) -> NatsClient:
+        if self._nc is None or not self._nc.is_connected:
+            raise BusError("not connected to NATS")
+        return self._nc
+
+    async def authenticate(self, token: str) -> AuthenticateReply:
+        nc = self._client()
+        try:
+            msg = await nc.request(
+                self.subjects.authz_authenticate,
+                AuthenticateRequest(token=token).to_bytes(),
+                timeout=self.request_timeout,
+            )
+        except NoRespondersError as exc:
+            raise BusError("no authz-cache is listening") from exc
+        except NatsTimeoutError as exc:
+            raise BusError(f"authz-cache did not answer within {self.request_timeout:g}s") from exc
+        except NatsError as exc:
+            raise BusError(f"the authenticate request failed: {exc}") from exc
+        try:
+            return AuthenticateReply.model_validate_json(msg.data)
+        except ValidationError as exc:
+            raise BusError("authz-cache sent a malformed reply") from exc
+
+    async def invalidate(self, user: str) -> None:
+        nc = self._client()
+        try:
+            await nc.publish(self.subjects.authz_invalidate, InvalidateRequest(user=user).to_bytes())
+            await nc.flush(timeout=self.request_timeout)
+        except (NatsError, asyncio.TimeoutError) as exc:
+            raise BusError(f"could not publish the invalidation: {exc}") from exc
+
+    async def watch(self, job_id: str) -> JobWatch:
+        return await JobWatch(self._client(), self.subjects, job_id).open()
+
+    async def submit(self, job: InvestigationJob) -> None:
+        self._client()
+        assert self._js is not None
+        try:
+            await self._js.publish(
+                self.subjects.jobs_investigate,
+                job.to_bytes(),
+                stream=self.subjects.stream_jobs,
+                timeout=self.publish_timeout,
+                headers={"Nats-Msg-Id": job.id},
+            )
+        except (NatsError, asyncio.TimeoutError) as exc:
+            raise BusError(f"JetStream did not accept the job: {exc!r}") from exc
+
+    async def _on_error(self, exc: Exception) -> None:
+        log.warning("NATS error: %s", exc)
+
+    async def _on_disconnected(self) -> None:
+        if not self._closing:
+            log.warning("disconnected from NATS; reconnecting")
+
+    async def _on_reconnected(self) -> None:
+        log.info("reconnected to NATS")

@@ -1,0 +1,46 @@
+"""Whole-message chat commands. A message that merely mentions a command word is a question.
+
+Parsing ignores case, punctuation and politeness ("Help!", "refresh please", "@sleuth help").
+Later issues add ``access``, ``alerts …``, ``schedule …``; this issue knows ``help`` and ``refresh``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["HELP_TEXT", "Command", "parse_command"]
+
+_POLITE = {"please", "pls", "plz", "thanks", "thank", "you", "thx", "hi", "hello", "hey", "sleuth", "kindly"}
+_COMMANDS = {"help", "refresh"}
+
+HELP_TEXT = """\
+**Sleuth** investigates your Kubernetes clusters read-only and answers with evidence.
+
+Ask a question in plain words, for example:
+
+- `what is failing in team-a?`
+- `why is the api deployment in team-a crashing?`
+
+Commands (the whole message):
+
+- `help` — this text
+- `refresh` — re-check your access now (after your permissions changed)
+
+You only ever see what your own Kubernetes credentials let you read.
+"""
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+
+
+def parse_command(text: str) -> Command | None:
+    """``Command`` when the whole message is a command, else ``None`` (a question)."""
+    words = re.sub(r"[^\w\s-]", " ", text.lower().replace("@", " ")).split()
+    words = [w.strip("-_") for w in words]
+    words = [w for w in words if w and w not in _POLITE]
+    if len(words) == 1 and words[0] in _COMMANDS:
+        return Command(words[0])
+    return None

@@ -1,0 +1,72 @@
+"""Errors a caller sees: each becomes ``{"error": ..., "request_id": ...}`` with a fitting status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ApiError",
+    "BadRequest",
+    "BusUnavailable",
+    "DependencyUnavailable",
+    "JobTimeout",
+    "NotFound",
+    "PayloadTooLarge",
+    "RateLimited",
+    "Unauthorized",
+]
+
+
+class ApiError(Exception):
+    """An error with an HTTP status and a message meant for the caller."""
+
+    status = 500
+
+    def __init__(self, message: str, *, headers: dict[str, str] | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.headers = headers or {}
+        self.extra = extra
+
+
+class BadRequest(ApiError):
+    status = 400
+
+
+class Unauthorized(ApiError):
+    status = 401
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message, headers={"WWW-Authenticate": 'Bearer realm="sleuth"'}, **extra)
+
+
+class NotFound(ApiError):
+    status = 404
+
+
+class PayloadTooLarge(ApiError):
+    status = 413
+
+
+class RateLimited(ApiError):
+    status = 429
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        seconds = max(1, int(retry_after + 0.999))
+        super().__init__(message, headers={"Retry-After": str(seconds)}, retry_after=seconds)
+
+
+class DependencyUnavailable(ApiError):
+    """authz-cache or Redis did not answer: never guess, answer 503 quickly."""
+
+    status = 503
+
+
+class BusUnavailable(ApiError):
+    """NATS / JetStream could not take the job."""
+
+    status = 503
+
+
+class JobTimeout(ApiError):
+    status = 504

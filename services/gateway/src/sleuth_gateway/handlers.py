@@ -1,0 +1,344 @@
+"""HTTP edges: /v1/whoami, /v1/query (JSON or Server-Sent Events), /v1/conversation, health, metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from redis.exceptions import RedisError
+from starlette.background import BackgroundTask
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from sleuth_common.messages import HistoryTurn, InvestigationJob, InvestigationResult, JobProgress, Requester
+from sleuth_gateway.auth import Identity, bearer_token
+from sleuth_gateway.bus import BusError, JobWatch
+from sleuth_gateway.commands import HELP_TEXT, Command, parse_command
+from sleuth_gateway.conversation import answer_message, question_message
+from sleuth_gateway.errors import (
+    ApiError,
+    BadRequest,
+    BusUnavailable,
+    DependencyUnavailable,
+    JobTimeout,
+    PayloadTooLarge,
+    RateLimited,
+)
+from sleuth_gateway.render import render_markdown
+from sleuth_gateway.runtime import Gateway
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "api_error",
+    "clear_conversation",
+    "conversation",
+    "healthz",
+    "http_error",
+    "metrics",
+    "query",
+    "whoami",
+]
+
+TIMEOUT_MESSAGE = "the investigation did not finish in time"
+_SSE_HEARTBEAT = 15.0
+_MAX_HISTORY = 50
+
+
+class QueryBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    query: str
+    history: list[HistoryTurn] | None = Field(default=None, max_length=_MAX_HISTORY)
+    review: bool = False
+
+
+def _gw(request: Request) -> Gateway:
+    return request.app.state.gateway  # type: ignore[no-any-return]
+
+
+def _rid(request: Request) -> str:
+    return str(getattr(request.state, "request_id", ""))
+
+
+def _json(request: Request, body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({**body, "request_id": _rid(request)}, status_code=status, headers=headers)
+
+
+async def api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    log.info(
+        "refused: %s", exc.message,
+        extra={"request_id": _rid(request), "user": getattr(request.state, "user", ""), "status": exc.status},
+    )
+    return _json(request, {"error": exc.message, **exc.extra}, exc.status, exc.headers)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return _json(request, {"error": exc.detail}, exc.status_code, dict(exc.headers or {}))
+
+
+async def _identify(request: Request) -> Identity:
+    token = bearer_token(request.headers.get("authorization"))
+    identity = await _gw(request).authenticator.authenticate(token)
+    request.state.user = identity.user
+    return identity
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length", "")
+    too_large = f"the request body is larger than the limit of {limit} bytes"
+    if declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(too_large)
+    size = 0
+    chunks = []
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(too_large)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse_query(raw: bytes, question_limit: int) -> QueryBody:
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"malformed JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise BadRequest('the body must be a JSON object like {"query": "what is failing in team-a?"}')
+    try:
+        body = QueryBody.model_validate(doc)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors()[:5]
+        )
+        raise BadRequest(f"invalid request: {problems}") from exc
+    if not body.query.strip():
+        raise BadRequest("query must not be empty")
+    if len(body.query) > question_limit:
+        raise PayloadTooLarge(
+            f"the question is {len(body.query)} characters long; the limit is {question_limit} characters"
+        )
+    return body
+
+
+def _wants_stream(request: Request) -> bool:
+    flag = request.query_params.get("stream", "").lower()
+    return flag in {"1", "true", "yes"} or "text/event-stream" in request.headers.get("accept", "")
+
+
+def _sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
+
+
+def _stream(request: Request, events: AsyncIterator[str], background: BackgroundTask | None = None) -> StreamingResponse:
+    return StreamingResponse(
+        events,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        background=background,
+    )
+
+
+# ---------------------------------------------------------------- routes
+
+
+async def whoami(request: Request) -> Response:
+    identity = await _identify(request)
+    return _json(request, {"user": identity.user, "groups": list(identity.groups)})
+
+
+async def query(request: Request) -> Response:
+    gw = _gw(request)
+    cfg = gw.settings.gateway
+    identity = await _identify(request)
+    body = _parse_query(await _read_body(request, cfg.max_body_bytes), cfg.question_limit)
+    decision = await gw.ratelimiter.take(identity.user)
+    if not decision.allowed:
+        gw.metrics.rate_limited.inc()
+        raise RateLimited(
+            f"too many questions: try again in {max(1, round(decision.retry_after))} s", decision.retry_after
+        )
+    command = parse_command(body.query)
+    if command is not None:
+        return await _command(request, identity, body.query, command)
+    return await _investigate(request, identity, body)
+
+
+async def _command(request: Request, identity: Identity, text: str, command: Command) -> Response:
+    gw = _gw(request)
+    rid = _rid(request)
+    if command.name == "refresh":
+        try:
+            await gw.bus.invalidate(identity.user)
+        except BusError as exc:
+            raise DependencyUnavailable(f"authorization is unavailable ({exc}); try again shortly") from exc
+        gw.authenticator.forget_user(identity.user)
+        answer = "Done: your access will be checked again on your next question."
+    else:
+        answer = HELP_TEXT
+    log.info("command", extra={"request_id": rid, "user": identity.user, "command": command.name})
+    await gw.conversations.append(identity.user, question_message(text, rid))
+    await gw.conversations.append(identity.user, answer_message(answer, rid, command=command.name))
+    payload = {
+        "answer": answer,
+        "answer_html": render_markdown(answer),
+        "result": None,
+        "user": identity.user,
+        "command": command.name,
+    }
+    if _wants_stream(request):
+
+        async def one() -> AsyncIterator[str]:
+            yield _sse("result", {**payload, "request_id": rid})
+
+        return _stream(request, one())
+    return _json(request, payload)
+
+
+async def _investigate(request: Request, identity: Identity, body: QueryBody) -> Response:
+    gw = _gw(request)
+    cfg = gw.settings.gateway
+    rid = _rid(request)
+    t0 = time.monotonic()
+    if body.history is not None:
+        history = tuple(body.history)
+    else:
+        history = await gw.conversations.history(identity.user, cfg.history_turns)
+    job_id = uuid.uuid4().hex
+    job = InvestigationJob(
+        id=job_id,
+        origin="api",
+        requester=Requester(user=identity.user, groups=identity.groups),
+        question=body.query,
+        history=history,
+        review=body.review,
+        deadline=time.time() + cfg.answer_timeout,
+        reply_subject=gw.bus.subjects.jobs_done(job_id),
+    )
+    try:
+        watch = await gw.bus.watch(job.id)
+    except BusError as exc:
+        raise BusUnavailable(f"the investigation service is unavailable ({exc}); try again shortly") from exc
+    try:
+        await gw.bus.submit(job)
+    except BusError as exc:
+        await watch.close()
+        raise BusUnavailable(f"the investigation service is unavailable ({exc}); try again shortly") from exc
+    log.info(
+        "question submitted",
+        extra={"request_id": rid, "user": identity.user, "job_id": job.id, "chars": len(body.query)},
+    )
+    await gw.conversations.append(identity.user, question_message(body.query, rid))
+
+    if _wants_stream(request):
+        return _stream(
+            request, _job_events(gw, watch, job, identity, rid, t0), background=BackgroundTask(watch.close)
+        )
+    try:
+        result = await watch.result(job.deadline)
+    except TimeoutError:
+        await _finish_timeout(gw, job, identity, rid, t0)
+        raise JobTimeout(TIMEOUT_MESSAGE, job_id=job.id) from None
+    finally:
+        await watch.close()
+    return _json(request, await _finish(gw, job, identity, rid, t0, result))
+
+
+async def _finish(
+    gw: Gateway, job: InvestigationJob, identity: Identity, rid: str, t0: float, result: InvestigationResult
+) -> dict[str, Any]:
+    gw.metrics.query_seconds.observe(time.monotonic() - t0)
+    log.info(
+        "answer delivered",
+        extra={"request_id": rid, "user": identity.user, "job_id": job.id, "status": result.status},
+    )
+    await gw.conversations.append(
+        identity.user, answer_message(result.answer_markdown, rid, result=result, job_id=job.id)
+    )
+    return {
+        "answer": result.answer_markdown,
+        "answer_html": render_markdown(result.answer_markdown),
+        "result": result.public_json(),
+        "user": identity.user,
+        "job_id": job.id,
+    }
+
+
+async def _finish_timeout(gw: Gateway, job: InvestigationJob, identity: Identity, rid: str, t0: float) -> None:
+    gw.metrics.query_seconds.observe(time.monotonic() - t0)
+    log.warning("investigation timed out", extra={"request_id": rid, "user": identity.user, "job_id": job.id})
+    await gw.conversations.append(
+        identity.user, answer_message(f"Sorry: {TIMEOUT_MESSAGE}.", rid, job_id=job.id)
+    )
+
+
+async def _job_events(
+    gw: Gateway, watch: JobWatch, job: InvestigationJob, identity: Identity, rid: str, t0: float
+) -> AsyncIterator[str]:
+    """SSE: ``accepted``, then ``progress``…, then ``result`` (or ``error``); ``: keepalive`` comments."""
+    try:
+        yield _sse("accepted", {"job_id": job.id, "user": identity.user, "request_id": rid})
+        try:
+            async for item in watch.events(job.deadline, heartbeat=_SSE_HEARTBEAT):
+                if item is None:
+                    yield ": keepalive\n\n"
+                elif isinstance(item, JobProgress):
+                    yield _sse("progress", item.model_dump(mode="json", exclude={"kind", "schema_version"}))
+                else:
+                    payload = await _finish(gw, job, identity, rid, t0, item)
+                    yield _sse("result", {**payload, "request_id": rid})
+        except TimeoutError:
+            await _finish_timeout(gw, job, identity, rid, t0)
+            yield _sse("error", {"error": TIMEOUT_MESSAGE, "status": 504, "job_id": job.id, "request_id": rid})
+    finally:
+        await watch.close()
+
+
+async def conversation(request: Request) -> Response:
+    identity = await _identify(request)
+    messages = await _gw(request).conversations.messages(identity.user)
+    for msg in messages:
+        if msg.get("role") == "assistant":
+            msg["html"] = render_markdown(str(msg.get("text", "")))
+    return _json(request, {"user": identity.user, "messages": messages})
+
+
+async def clear_conversation(request: Request) -> Response:
+    identity = await _identify(request)
+    await _gw(request).conversations.clear(identity.user)
+    return _json(request, {"user": identity.user, "cleared": True})
+
+
+async def healthz(request: Request) -> Response:
+    gw = _gw(request)
+    nats_ok = gw.bus.connected
+    redis_ok = False
+    if gw.redis is not None:
+        try:
+            redis_ok = bool(await asyncio.wait_for(gw.redis.ping(), gw.settings.redis.timeout + 0.5))
+        except (RedisError, TimeoutError, OSError):
+            redis_ok = False
+    body: dict[str, Any] = {
+        "status": "ok" if nats_ok and redis_ok else "unavailable",
+        "nats": "ok" if nats_ok else "down",
+        "redis": "ok" if redis_ok else "down",
+    }
+    if not (nats_ok and redis_ok):
+        down = [name for name, ok in (("nats", nats_ok), ("redis", redis_ok)) if not ok]
+        body["error"] = f"{' and '.join(down)} {'is' if len(down) == 1 else 'are'} down"
+    return _json(request, body, 200 if nats_ok and redis_ok else 503)
+
+
+async def metrics(request: Request) -> Response:
+    return Response(_gw(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)

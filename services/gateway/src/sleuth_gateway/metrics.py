@@ -1,0 +1,32 @@
+"""Prometheus metrics of one gateway app (own registry, so several apps can live in one process)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+__all__ = ["Metrics"]
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "sleuth_gateway_requests_total",
+            "HTTP requests by route template and status code.",
+            ["route", "status"],
+            registry=self.registry,
+        )
+        self.query_seconds = Histogram(
+            "sleuth_gateway_query_seconds",
+            "Seconds from a question's arrival to its answer (or timeout).",
+            buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120),
+            registry=self.registry,
+        )
+        self.rate_limited = Counter(
+            "sleuth_gateway_rate_limited",
+            "Questions refused by the per-user rate limit.",
+            registry=self.registry,
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,81 @@
+"""The gateway's live parts (bus, Redis and what is built on them), started by the app's lifespan."""
+
+from __future__ import annotations
+
+import logging
+
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from sleuth_common.subjects import Subjects
+from sleuth_gateway.auth import Authenticator
+from sleuth_gateway.bus import Bus
+from sleuth_gateway.conversation import ConversationStore
+from sleuth_gateway.metrics import Metrics
+from sleuth_gateway.ratelimit import RateLimiter
+from sleuth_gateway.settings import Settings
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Gateway"]
+
+
+class Gateway:
+    """Built by ``create_app`` without connecting; ``start()`` connects NATS and Redis."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.subjects = Subjects(settings.prefix)
+        self.metrics = Metrics()
+        self.bus = Bus(
+            settings.nats,
+            self.subjects,
+            request_timeout=settings.authz.request_timeout,
+            publish_timeout=settings.gateway.publish_timeout,
+        )
+        self.authenticator = Authenticator(self.bus, settings.gateway.auth_cache_ttl)
+        self.redis: Redis | None = None
+        self._ratelimiter: RateLimiter | None = None
+        self._conversations: ConversationStore | None = None
+
+    @property
+    def ratelimiter(self) -> RateLimiter:
+        assert self._ratelimiter is not None, "the gateway is not started"
+        return self._ratelimiter
+
+    @property
+    def conversations(self) -> ConversationStore:
+        assert self._conversations is not None, "the gateway is not started"
+        return self._conversations
+
+    async def start(self) -> None:
+        cfg = self.settings
+        timeout = cfg.redis.timeout
+        self.redis = Redis.from_url(
+            cfg.redis.url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 1),
+            decode_responses=True,
+        )
+        key_prefix = f"{cfg.prefix}:gateway"
+        self._ratelimiter = RateLimiter(
+            self.redis, key_prefix, cfg.gateway.rate_limit_capacity, cfg.gateway.rate_limit_refill_per_second
+        )
+        self._conversations = ConversationStore(
+            self.redis, key_prefix, cfg.gateway.conversation_ttl, cfg.gateway.conversation_max_messages
+        )
+        try:
+            await self.redis.ping()
+        except (RedisError, OSError) as exc:
+            # Not fatal: requests answer 503 until Redis is back, and /healthz says so.
+            log.warning("Redis is not answering at start-up: %s", exc)
+        await self.bus.connect()
+        log.info("gateway ready", extra={"url": cfg.gateway.url()})
+
+    async def stop(self) -> None:
+        await self.bus.close()
+        if self.redis is not None:
+            await self.redis.aclose()

@@ -1,0 +1,243 @@
+"""The gateway in-process (uvicorn on a free port) against real nats-server and Valkey, with the other
+side of the bus played here: a fake authz-cache answering ``authenticate`` and a fake agent that pulls
+jobs from JetStream and publishes progress and a result."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import nats
+import pytest
+import uvicorn
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeoutError
+
+from sleuth.embedded import NatsServer, ValkeyServer, free_port
+from sleuth_common.messages import (
+    AuthenticateReply,
+    AuthenticateRequest,
+    Evidence,
+    InvestigationJob,
+    InvestigationResult,
+    JobProgress,
+    RootCause,
+)
+from sleuth_common.subjects import Subjects
+from sleuth_gateway import Settings, create_app
+
+PREFIX = "sleuth"
+TOKENS = {"t-alice": ("alice", ("team-a",)), "t-bob": ("bob", ("team-b",))}
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+class FakeAuthz:
+    """Answers ``authenticate`` for the demo tokens; counts the requests it saw."""
+
+    def __init__(self, nc: NatsClient, subjects: Subjects) -> None:
+        self.nc = nc
+        self.subjects = subjects
+        self.requests = 0
+
+    async def start(self) -> FakeAuthz:
+        await self.nc.subscribe(self.subjects.authz_authenticate, queue="authz", cb=self._on_request)
+        await self.nc.flush()
+        return self
+
+    async def _on_request(self, msg: Msg) -> None:
+        self.requests += 1
+        req = AuthenticateRequest.model_validate_json(msg.data)
+        if req.token in TOKENS:
+            user, groups = TOKENS[req.token]
+            reply = AuthenticateReply(authenticated=True, user=user, groups=groups)
+        else:
+            reply = AuthenticateReply(authenticated=False, error="unknown token")
+        await msg.respond(reply.to_bytes())
+
+
+def default_result(job: InvestigationJob) -> InvestigationResult:
+    """A diagnosis in the requester's own namespace (their first group, as in the demo snapshot)."""
+    ns = job.requester.groups[0] if job.requester.groups else "default"
+    return InvestigationResult(
+        job_id=job.id,
+        user=job.requester.user,
+        status="diagnosed",
+        root_cause=RootCause(
+            family="oom_killed", resource=f"Deployment/{ns}/api", summary="api is OOM-killed", confidence="high"
+        ),
+        evidence=(
+            Evidence(
+                id="E01",
+                tool="kube.pods",
+                command=f"kubectl get pods -n {ns} -l app=api",
+                summary="api-7d9 restarted 12 times, last state OOMKilled",
+                highlights=("OOMKilled",),
+            ),
+        ),
+        answer_markdown=(
+            f"## Problem\n\n`api` in **{ns}** keeps restarting.\n\n"
+            "## Root cause\n\nOOM-killed at 256Mi [E01]. <script>alert('x')</script>"
+        ),
+    )
+
+
+Behaviour = Callable[[NatsClient, Subjects, InvestigationJob], Awaitable[None]]
+
+
+async def answer_with_progress(nc: NatsClient, subjects: Subjects, job: InvestigationJob) -> None:
+    for seq, (stage, message) in enumerate([("plan", "finding the target"), ("collect", "reading pods and events")]):
+        await nc.publish(subjects.jobs_progress(job.id), JobProgress(job_id=job.id, seq=seq, stage=stage,
+                                                                       message=message).to_bytes())
+        await asyncio.sleep(0.05)
+    await nc.publish(job.reply_subject, default_result(job).to_bytes())
+
+
+async def stay_silent(nc: NatsClient, subjects: Subjects, job: InvestigationJob) -> None:
+    return None
+
+
+@dataclass
+class FakeAgent:
+    """Pulls jobs like the real agent (durable ``agent`` on the JOBS stream) and acts out ``behaviour``."""
+
+    nc: NatsClient
+    subjects: Subjects
+    behaviour: Behaviour = answer_with_progress
+    jobs: list[InvestigationJob] = field(default_factory=list)
+    raw: list[bytes] = field(default_factory=list)
+    _task: asyncio.Task[None] | None = None
+
+    async def start(self) -> FakeAgent:
+        js = self.nc.jetstream()
+        sub = await js.pull_subscribe(self.subjects.jobs_investigate, durable="agent", stream=self.subjects.stream_jobs)
+        self._task = asyncio.create_task(self._run(sub))
+        return self
+
+    async def _run(self, sub: Any) -> None:
+        while True:
+            try:
+                msgs = await sub.fetch(1, timeout=0.5)
+            except NatsTimeoutError:
+                continue
+            for msg in msgs:
+                self.raw.append(msg.data)
+                job = InvestigationJob.model_validate_json(msg.data)
+                self.jobs.append(job)
+                await msg.ack()
+                await self.behaviour(self.nc, self.subjects, job)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+@dataclass
+class Stack:
+    url: str
+    settings: Settings
+    app: Any
+    nc: NatsClient
+    subjects: Subjects
+    agent: FakeAgent
+    authz: FakeAuthz | None
+    client: httpx.AsyncClient
+
+    @staticmethod
+    def auth(token: str) -> dict[str, str]:
+        return auth(token)
+
+    async def sse(self, token: str, query: str) -> list[tuple[str, dict[str, Any]]]:
+        """POST /v1/query?stream=1 and parse the Server-Sent Events."""
+        events: list[tuple[str, dict[str, Any]]] = []
+        async with self.client.stream(
+            "POST", "/v1/query?stream=1", json={"query": query}, headers=auth(token)
+        ) as resp:
+            assert resp.status_code == 200, await resp.aread()
+            assert resp.headers["content-type"].startswith("text/event-stream")
+            assert resp.headers["x-request-id"]
+            buf = ""
+            async for chunk in resp.aiter_text():
+                buf += chunk
+                while "\n\n" in buf:
+                    raw, buf = buf.split("\n\n", 1)
+                    name, data = "message", ""
+                    for line in raw.splitlines():
+                        if line.startswith("event:"):
+                            name = line[6:].strip()
+                        elif line.startswith("data:"):
+                            data += line[5:].strip()
+                    if data:
+                        events.append((name, json.loads(data)))
+        return events
+
+
+def make_settings(nats_url: str, redis_url: str, **gateway: Any) -> Settings:
+    return Settings(
+        prefix=PREFIX,
+        nats={"url": nats_url, "connect_timeout": 2.0},
+        redis={"url": redis_url, "timeout": 0.5},
+        authz={"request_timeout": 1.0},
+        gateway={"port": free_port(), "answer_timeout": 5.0, **gateway},
+    )
+
+
+@asynccontextmanager
+async def serve(app: Any, host: str, port: int) -> AsyncIterator[uvicorn.Server]:
+    """Run ``app`` with uvicorn in this event loop until the block ends."""
+    config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_config=None, access_log=False,
+                            timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        for _ in range(500):
+            if server.started or task.done():
+                break
+            await asyncio.sleep(0.02)
+        if task.done():
+            task.result()
+            raise RuntimeError("the gateway did not start")
+        assert server.started
+        yield server
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+
+
+@pytest.fixture
+def start_stack(nats_server: NatsServer, valkey: ValkeyServer) -> Callable[..., Any]:
+    """``async with start_stack(authz=True, behaviour=..., **gateway_settings) as stack``."""
+
+    @asynccontextmanager
+    async def _start(*, authz: bool = True, agent: str = "answer", **gateway: Any) -> AsyncIterator[Stack]:
+        behaviour = {"answer": answer_with_progress, "silent": stay_silent}[agent]
+        settings = make_settings(nats_server.url, valkey.url, **gateway)
+        subjects = Subjects(PREFIX)
+        nc = await nats.connect(nats_server.url)
+        fake_authz = await FakeAuthz(nc, subjects).start() if authz else None
+        app = create_app(settings)
+        fake_agent = FakeAgent(nc, subjects, behaviour)
+        try:
+            async with serve(app, "127.0.0.1", settings.gateway.port):
+                # The gateway made the JOBS stream at start-up; the agent binds to it.
+                await fake_agent.start()
+                url = f"http://127.0.0.1:{settings.gateway.port}"
+                async with httpx.AsyncClient(base_url=url, timeout=15.0) as client:
+                    yield Stack(url, settings, app, nc, subjects, fake_agent, fake_authz, client)
+                await fake_agent.stop()
+        finally:
+            await fake_agent.stop()
+            await nc.close()
+
+    return _start
