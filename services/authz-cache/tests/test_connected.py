@@ -157,6 +157,28 @@ async def test_wrong_authz_token_is_a_cluster_error(service, client, monkeypatch
     assert reply.clusters == {} and "401" in reply.errors["demo"]
 
 
+async def test_authz_identity_without_review_rights_is_a_cluster_error(service, client, sim, monkeypatch):
+    monkeypatch.setenv(TOKEN_ENV, sim.token("alice"))  # alice may not create SubjectAccessReviews
+    reply = await ask_scope(client, "carol", ("platform-admins",))
+    assert reply.clusters == {} and reply.errors["demo"] == "authz identity may not create subjectaccessreviews (403)"
+
+
+@pytest.mark.parametrize("snapshot", ["fixture"], indirect=True)
+async def test_untrusted_certificate_is_a_cluster_error(sim, nats_server, valkey, client, monkeypatch):
+    monkeypatch.setenv(TOKEN_ENV, sim.token("sleuth-authz"))
+    config = stack_config(sim, nats_server.url, valkey.url)
+    config["clusters"][0]["ca_file"] = ""  # system trust does not know simcluster's CA
+    parts = build(Settings(**config))
+    await parts.app.start()
+    try:
+        reply = await ask_scope(client, "carol", ("platform-admins",))
+        auth = await ask_auth(client, "demo-carol-token")
+    finally:
+        await parts.app.stop()
+    assert reply.clusters == {} and "certificate" in reply.errors["demo"].lower()
+    assert auth.error.startswith("authorization is unavailable: demo: cannot connect")
+
+
 @pytest.mark.parametrize("snapshot", ["fixture"], indirect=True)
 def test_process_serves_health_metrics_and_stops_on_sigterm(sim, nats_server, valkey, tmp_path):
     port = free_port()

@@ -85,6 +85,14 @@ async def test_scope_per_cluster_from_reviews(settings_factory, fake_backend, de
     assert not alice.cached and not carol.cached
 
 
+async def test_empty_user_gets_an_empty_scope_without_reviews(settings_factory, fake_backend, dead_redis_url):
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        reply = await bus.scope("", ("platform-admins",))
+
+    assert reply.empty and reply.clusters == {} and not reply.errors
+    assert sum(fake_backend.calls.values()) == 0
+
+
 async def test_failed_cluster_is_left_out_and_named(settings_factory, fake_backend, dead_redis_url):
     fake_backend.clusters["prod-1"].fail = "timed out after 5s"
     async with running(settings_factory(dead_redis_url), fake_backend) as bus:

@@ -65,6 +65,10 @@ class AuthzService:
     async def scope(self, user: str, groups: Sequence[str]) -> ScopeOutcome:
         start = time.perf_counter()
         norm = normalize_groups(tuple(groups))
+        if not user:
+            # Nobody to ask about: an empty scope (Kubernetes would refuse such a review anyway).
+            self._metrics.scope_requests.labels("miss").inc()
+            return ScopeOutcome(ScopeReply(user=user, groups=norm), "miss", _ms(start))
         key = self._cache.scope_key(user, norm)
         cached = await self._cache.get_scope(key)
         if cached is not None and not cached.errors:
