@@ -73,7 +73,10 @@ def default_result(job: InvestigationJob) -> InvestigationResult:
         user=job.requester.user,
         status="diagnosed",
         root_cause=RootCause(
-            family="oom_killed", resource=f"Deployment/{ns}/api", summary="api is OOM-killed", confidence="high"
+            family="oom_killed",
+            resource=f"Deployment/{ns}/api",
+            summary="api is OOM-killed",
+            confidence="high",
         ),
         evidence=(
             Evidence(
@@ -95,9 +98,13 @@ Behaviour = Callable[[NatsClient, Subjects, InvestigationJob], Awaitable[None]]
 
 
 async def answer_with_progress(nc: NatsClient, subjects: Subjects, job: InvestigationJob) -> None:
-    for seq, (stage, message) in enumerate([("plan", "finding the target"), ("collect", "reading pods and events")]):
-        await nc.publish(subjects.jobs_progress(job.id), JobProgress(job_id=job.id, seq=seq, stage=stage,
-                                                                       message=message).to_bytes())
+    for seq, (stage, message) in enumerate(
+        [("plan", "finding the target"), ("collect", "reading pods and events")]
+    ):
+        await nc.publish(
+            subjects.jobs_progress(job.id),
+            JobProgress(job_id=job.id, seq=seq, stage=stage, message=message).to_bytes(),
+        )
         await asyncio.sleep(0.05)
     await nc.publish(job.reply_subject, default_result(job).to_bytes())
 
@@ -119,7 +126,9 @@ class FakeAgent:
 
     async def start(self) -> FakeAgent:
         js = self.nc.jetstream()
-        sub = await js.pull_subscribe(self.subjects.jobs_investigate, durable="agent", stream=self.subjects.stream_jobs)
+        sub = await js.pull_subscribe(
+            self.subjects.jobs_investigate, durable="agent", stream=self.subjects.stream_jobs
+        )
         self._task = asyncio.create_task(self._run(sub))
         return self
 
@@ -196,8 +205,15 @@ def make_settings(nats_url: str, redis_url: str, **gateway: Any) -> Settings:
 @asynccontextmanager
 async def serve(app: Any, host: str, port: int) -> AsyncIterator[uvicorn.Server]:
     """Run ``app`` with uvicorn in this event loop until the block ends."""
-    config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_config=None, access_log=False,
-                            timeout_graceful_shutdown=2)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=2,
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:

@@ -65,7 +65,8 @@ async def test_malformed_or_wrongly_shaped_bodies_are_400(start_stack):
         assert_error(await s.client.post("/v1/query", json={"query": 42}, headers=ALICE), 400, "query")
         assert_error(await s.client.post("/v1/query", json={"query": "  "}, headers=ALICE), 400, "empty")
         assert_error(
-            await s.client.post("/v1/query", json={"query": "x", "history": [{"role": "x"}]}, headers=ALICE), 400
+            await s.client.post("/v1/query", json={"query": "x", "history": [{"role": "x"}]}, headers=ALICE),
+            400,
         )
         assert s.agent.jobs == []
 
@@ -73,7 +74,9 @@ async def test_malformed_or_wrongly_shaped_bodies_are_400(start_stack):
 async def test_questions_over_the_limit_are_413(start_stack):
     async with start_stack(max_body_bytes=20_000) as s:
         body = assert_error(
-            await s.client.post("/v1/query", json={"query": "x" * 4001}, headers=ALICE), 413, "4000 characters"
+            await s.client.post("/v1/query", json={"query": "x" * 4001}, headers=ALICE),
+            413,
+            "4000 characters",
         )
         assert "4001" in body["error"]
         big = json.dumps({"query": "x", "pad": "y" * 30_000})
@@ -84,7 +87,9 @@ async def test_questions_over_the_limit_are_413(start_stack):
 async def test_rate_limit_is_per_user_and_says_when_to_retry(start_stack):
     async with start_stack(rate_limit_capacity=3, rate_limit_refill_per_second=0.05) as s:
         for _ in range(3):
-            assert (await s.client.post("/v1/query", json={"query": "help"}, headers=ALICE)).status_code == 200
+            assert (
+                await s.client.post("/v1/query", json={"query": "help"}, headers=ALICE)
+            ).status_code == 200
         resp = await s.client.post("/v1/query", json={"query": "help"}, headers=ALICE)
         body = assert_error(resp, 429, "too many questions")
         assert 1 <= int(resp.headers["retry-after"]) <= 21
@@ -109,7 +114,9 @@ async def test_valkey_down_is_a_clear_503_and_unhealthy(start_stack, valkey):
     async with start_stack() as s:
         assert (await s.client.get("/healthz")).status_code == 200
         valkey.stop()
-        resp = await asyncio.wait_for(s.client.post("/v1/query", json={"query": "what is failing?"}, headers=ALICE), 8)
+        resp = await asyncio.wait_for(
+            s.client.post("/v1/query", json={"query": "what is failing?"}, headers=ALICE), 8
+        )
         assert_error(resp, 503, "authorization is unavailable", "Redis")
         assert_error(await s.client.get("/v1/conversation", headers=ALICE), 503, "Redis")
         health = await s.client.get("/healthz")
@@ -121,7 +128,9 @@ async def test_valkey_down_is_a_clear_503_and_unhealthy(start_stack, valkey):
 
 async def test_a_question_is_answered_with_its_evidence(start_stack):
     async with start_stack() as s:
-        resp = await s.client.post("/v1/query", json={"query": "why is api in team-a crashing?"}, headers=ALICE)
+        resp = await s.client.post(
+            "/v1/query", json={"query": "why is api in team-a crashing?"}, headers=ALICE
+        )
         assert resp.status_code == 200, resp.text
         body = resp.json()
         assert body["user"] == "alice"
@@ -251,8 +260,18 @@ async def test_health_and_web_page(start_stack):
         assert health.json()["nats"] == "ok" and health.json()["redis"] == "ok"
         page = await s.client.get("/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-        for element_id in ("token", "signin", "whoami", "question", "ask", "progress", "answer", "evidence",
-                           "signout", "conversation"):
+        for element_id in (
+            "token",
+            "signin",
+            "whoami",
+            "question",
+            "ask",
+            "progress",
+            "answer",
+            "evidence",
+            "signout",
+            "conversation",
+        ):
             assert f'id="{element_id}"' in page.text
         assert "http://" not in page.text and "https://" not in page.text  # nothing from a CDN
         assert "script-src 'sha256-" in page.headers["content-security-policy"]

@@ -17,7 +17,9 @@ log = logging.getLogger(__name__)
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="sleuth-gateway", description=__doc__)
-    parser.add_argument("--config", help="YAML config file of the stack (the gateway: section and shared groups)")
+    parser.add_argument(
+        "--config", help="YAML config file of the stack (the gateway: section and shared groups)"
+    )
     parser.add_argument("--host", help="override gateway.host")
     parser.add_argument("--port", type=int, help="override gateway.port")
     args = parser.parse_args(argv)

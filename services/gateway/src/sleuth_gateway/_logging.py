@@ -11,7 +11,12 @@ from sleuth_common.config import LoggingSettings
 
 __all__ = ["configure_logging"]
 
-_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
+    "message",
+    "asctime",
+    "taskName",
+    "color_message",
+}
 
 
 def _extras(record: logging.LogRecord) -> dict[str, Any]:

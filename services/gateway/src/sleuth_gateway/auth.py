@@ -56,9 +56,7 @@ class Authenticator:
         try:
             reply = await self._bus.authenticate(token)
         except BusError as exc:
-            raise DependencyUnavailable(
-                f"authorization is unavailable ({exc}); try again shortly"
-            ) from exc
+            raise DependencyUnavailable(f"authorization is unavailable ({exc}); try again shortly") from exc
         if not reply.authenticated or not reply.user:
             detail = f": {reply.error}" if reply.error else ""
             raise Unauthorized(f"the token was not accepted{detail}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import AsyncIterator
 
@@ -85,7 +86,9 @@ class JobWatch:
 
     async def open(self) -> JobWatch:
         try:
-            self._subs.append(await self._nc.subscribe(self._subjects.jobs_done(self.job_id), cb=self._on_done))
+            self._subs.append(
+                await self._nc.subscribe(self._subjects.jobs_done(self.job_id), cb=self._on_done)
+            )
             self._subs.append(
                 await self._nc.subscribe(self._subjects.jobs_progress(self.job_id), cb=self._on_progress)
             )
@@ -155,8 +158,14 @@ class JobWatch:
 class Bus:
     """One NATS connection for the gateway process."""
 
-    def __init__(self, nats_settings: NatsSettings, subjects: Subjects, *, request_timeout: float,
-                 publish_timeout: float) -> None:
+    def __init__(
+        self,
+        nats_settings: NatsSettings,
+        subjects: Subjects,
+        *,
+        request_timeout: float,
+        publish_timeout: float,
+    ) -> None:
         self._settings = nats_settings
         self.subjects = subjects
         self.request_timeout = request_timeout
@@ -218,8 +227,8 @@ class Bus:
         nc = self._client()
         try:
             await nc.publish(self.subjects.authz_invalidate, InvalidateRequest(user=user).to_bytes())
-            await nc.flush(timeout=self.request_timeout)
-        except (NatsError, asyncio.TimeoutError) as exc:
+            await nc.flush(timeout=math.ceil(self.request_timeout))
+        except (TimeoutError, NatsError) as exc:
             raise BusError(f"could not publish the invalidation: {exc}") from exc
 
     async def watch(self, job_id: str) -> JobWatch:
@@ -236,7 +245,7 @@ class Bus:
                 timeout=self.publish_timeout,
                 headers={"Nats-Msg-Id": job.id},
             )
-        except (NatsError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, NatsError) as exc:
             raise BusError(f"JetStream did not accept the job: {exc!r}") from exc
 
     async def _on_error(self, exc: Exception) -> None:

@@ -35,7 +35,12 @@ def answer_message(
     job_id: str = "",
     command: str = "",
 ) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "text": text[:_MAX_TEXT], "ts": time.time(), "request_id": request_id}
+    msg: dict[str, Any] = {
+        "role": "assistant",
+        "text": text[:_MAX_TEXT],
+        "ts": time.time(),
+        "request_id": request_id,
+    }
     if job_id:
         msg["job_id"] = job_id
     if command:

@@ -69,14 +69,17 @@ def _rid(request: Request) -> str:
     return str(getattr(request.state, "request_id", ""))
 
 
-def _json(request: Request, body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:
+def _json(
+    request: Request, body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None
+) -> JSONResponse:
     return JSONResponse({**body, "request_id": _rid(request)}, status_code=status, headers=headers)
 
 
 async def api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     log.info(
-        "refused: %s", exc.message,
+        "refused: %s",
+        exc.message,
         extra={"request_id": _rid(request), "user": getattr(request.state, "user", ""), "status": exc.status},
     )
     return _json(request, {"error": exc.message, **exc.extra}, exc.status, exc.headers)
@@ -141,7 +144,9 @@ def _sse(event: str, data: dict[str, Any]) -> str:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n"
 
 
-def _stream(request: Request, events: AsyncIterator[str], background: BackgroundTask | None = None) -> StreamingResponse:
+def _stream(
+    request: Request, events: AsyncIterator[str], background: BackgroundTask | None = None
+) -> StreamingResponse:
     return StreamingResponse(
         events,
         media_type="text/event-stream",
@@ -275,7 +280,9 @@ async def _finish(
     }
 
 
-async def _finish_timeout(gw: Gateway, job: InvestigationJob, identity: Identity, rid: str, t0: float) -> None:
+async def _finish_timeout(
+    gw: Gateway, job: InvestigationJob, identity: Identity, rid: str, t0: float
+) -> None:
     gw.metrics.query_seconds.observe(time.monotonic() - t0)
     log.warning("investigation timed out", extra={"request_id": rid, "user": identity.user, "job_id": job.id})
     await gw.conversations.append(
@@ -300,7 +307,9 @@ async def _job_events(
                     yield _sse("result", {**payload, "request_id": rid})
         except TimeoutError:
             await _finish_timeout(gw, job, identity, rid, t0)
-            yield _sse("error", {"error": TIMEOUT_MESSAGE, "status": 504, "job_id": job.id, "request_id": rid})
+            yield _sse(
+                "error", {"error": TIMEOUT_MESSAGE, "status": 504, "job_id": job.id, "request_id": rid}
+            )
     finally:
         await watch.close()
 

@@ -66,7 +66,10 @@ class RequestContextMiddleware:
                     {
                         "type": "http.response.start",
                         "status": 500,
-                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
                     }
                 )
                 await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,96 @@
+"""The web chat in a real Chromium (Debian's /usr/bin/chromium driven by Playwright)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.connected]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def chromium() -> Path:
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing (apt-get install -y chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return CHROMIUM
+
+
+async def test_sign_in_ask_and_conversations_stay_private(start_stack, chromium):
+    from playwright.async_api import async_playwright, expect
+
+    async with start_stack() as s, async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(chromium), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page()
+            dialogs: list[str] = []
+            page.on("dialog", lambda d: dialogs.append(d.message))
+            await page.goto(s.url + "/")
+
+            # Sign in as alice.
+            await page.fill("#token", "t-alice")
+            await page.click("#signin")
+            await expect(page.locator("#whoami")).to_contain_text("signed in as alice")
+
+            # Ask; progress lines arrive, then the answer with its evidence.
+            await page.fill("#question", "why is api in team-a crashing?")
+            await page.click("#ask")
+            await expect(page.locator("#answer h2").first).to_have_text("Problem")
+            await expect(page.locator("#answer")).to_contain_text("keeps restarting")
+            progress = page.locator("#progress li")
+            await expect(progress).to_have_count(3)  # accepted, plan, collect
+            await expect(page.locator("#progress")).to_contain_text("finding the target")
+            await expect(page.locator("#progress")).to_contain_text("reading pods and events")
+            await expect(page.locator("#evidence li")).to_have_count(1)
+            await expect(page.locator("#evidence")).to_contain_text("E01")
+            await expect(page.locator("#evidence code")).to_have_text("kubectl get pods -n team-a -l app=api")
+            # Markup inside the answer is shown as text, never run.
+            await expect(page.locator("#answer")).to_contain_text("<script>alert('x')</script>")
+            assert await page.locator("#answer script").count() == 0
+
+            # A reload keeps the session (sessionStorage) and shows the stored conversation.
+            await page.reload()
+            await expect(page.locator("#whoami")).to_contain_text("signed in as alice")
+            await expect(page.locator("#conversation")).to_contain_text("why is api in team-a crashing?")
+            await expect(page.locator("#conversation")).to_contain_text("E01")
+
+            # Sign out: nothing of alice's stays on screen.
+            await page.click("#signout")
+            await expect(page.locator("#whoami")).to_have_text("")
+            await expect(page.locator("#conversation li")).to_have_count(0)
+            await expect(page.locator("#answer")).to_be_empty()
+
+            # Bob signs in on the same browser and sees none of alice's conversation.
+            await page.fill("#token", "t-bob")
+            async with page.expect_response(lambda r: r.url.endswith("/v1/conversation")) as loaded:
+                await page.click("#signin")
+            assert (await loaded.value).status == 200
+            await expect(page.locator("#whoami")).to_contain_text("signed in as bob")
+            await expect(page.locator("#conversation li")).to_have_count(0)
+            body = await page.locator("body").inner_text()
+            assert "team-a" not in body and "alice" not in body
+
+            # His own question and answer are about his own namespace only.
+            await page.fill("#question", "what is failing?")
+            await page.click("#ask")
+            await expect(page.locator("#evidence code")).to_have_text("kubectl get pods -n team-b -l app=api")
+            body = await page.locator("body").inner_text()
+            assert "team-a" not in body and "why is api" not in body
+            assert dialogs == []
+        finally:
+            await browser.close()
