@@ -275,3 +275,22 @@ async def test_health_and_web_page(start_stack):
             assert f'id="{element_id}"' in page.text
         assert "http://" not in page.text and "https://" not in page.text  # nothing from a CDN
         assert "script-src 'sha256-" in page.headers["content-security-policy"]
+
+
+async def test_nats_restart_the_next_question_works(start_stack, nats_server):
+    async with start_stack(auth_cache_ttl=0) as s:
+        assert (await s.client.post("/v1/query", json={"query": "first"}, headers=ALICE)).status_code == 200
+        nats_server.stop()
+        resp = await asyncio.wait_for(s.client.post("/v1/query", json={"query": "during"}, headers=ALICE), 8)
+        assert_error(resp, 503, "unavailable")
+        assert (await s.client.get("/healthz")).json()["nats"] == "down"
+        nats_server.start()  # same port and data directory: the JOBS stream survives
+        status = None
+        for _ in range(100):
+            resp = await s.client.post("/v1/query", json={"query": "after"}, headers=ALICE)
+            status = resp.status_code
+            if status == 200:
+                break
+            await asyncio.sleep(0.2)
+        assert status == 200, resp.text
+        assert [job.question for job in s.agent.jobs] == ["first", "after"]
