@@ -1,1 +1,23 @@
-"""Sleuth."""
+"""sleuth-simcluster: a simulated Kubernetes API server (HTTPS) over a snapshot directory.
+
+It answers discovery, list/get with selectors, Table responses, pod logs, RBAC-checked reads with the
+API server's error wording, SubjectAccessReview / SelfSubjectAccessReview / TokenReview; writes get 405.
+"""
+
+from ._loader import Snapshot, SnapshotError, User, load_snapshot
+from ._rbac import Attributes, Authorizer, Decision
+from .app import create_app
+from .server import SimCluster, SimClusterError
+
+__all__ = [
+    "Attributes",
+    "Authorizer",
+    "Decision",
+    "SimCluster",
+    "SimClusterError",
+    "Snapshot",
+    "SnapshotError",
+    "User",
+    "create_app",
+    "load_snapshot",
+]

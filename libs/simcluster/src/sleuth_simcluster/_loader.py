@@ -1,0 +1,189 @@
+"""Reading a snapshot directory (DESIGN §4) or a `kubectl cluster-info dump --output-directory`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ._store import Store
+from ._timefmt import parse_time
+
+log = logging.getLogger(__name__)
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """Safe YAML that keeps timestamps as the strings Kubernetes objects carry."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for ch, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+
+_OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
+_DUMP_SECTION = re.compile(r"^==== (START|END) logs for container (\S+) of pod (\S+)/(\S+) ====$")
+
+
+class SnapshotError(ValueError):
+    """The snapshot directory cannot be served."""
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    groups: tuple[str, ...]
+    token: str
+
+
+@dataclass
+class Logs:
+    """Container logs by (namespace, pod, container, previous): a file path or text, read lazily."""
+
+    sources: dict[tuple[str, str, str, bool], Path | str] = field(default_factory=dict)
+
+    def text(self, namespace: str, pod: str, container: str, previous: bool) -> str | None:
+        src = self.sources.get((namespace, pod, container, previous))
+        if src is None:
+            return None
+        return src.read_text(encoding="utf-8", errors="replace") if isinstance(src, Path) else src
+
+
+@dataclass
+class Snapshot:
+    name: str
+    cluster_name: str
+    aliases: tuple[str, ...]
+    now: datetime
+    users: dict[str, User]
+    store: Store
+    logs: Logs
+    description: str = ""
+
+    def user_by_token(self, token: str) -> User | None:
+        for user in self.users.values():
+            if secrets.compare_digest(user.token.encode(), token.encode()):
+                return user
+        return None
+
+
+def parse_documents(text: str, suffix: str) -> list[Any]:
+    """Every document of a YAML or JSON file (JSON is YAML, but the JSON parser is much faster)."""
+    if suffix == ".json":
+        try:
+            return [json.loads(text)]
+        except json.JSONDecodeError:
+            pass
+    return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+
+
+def flatten(doc: Any) -> list[dict[str, Any]]:
+    """Objects in one document: itself, or the items of a `List` / `*List` (typed items get their kind)."""
+    if not isinstance(doc, dict):
+        return []
+    kind = doc.get("kind")
+    items = doc.get("items")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
+        item_kind = kind[: -len("List")] if kind != "List" else None
+        out: list[dict[str, Any]] = []
+        for item in items:
+            if isinstance(item, dict):
+                if item_kind and "kind" not in item:
+                    item = {"apiVersion": doc.get("apiVersion", "v1"), "kind": item_kind, **item}
+                out.extend(flatten(item))
+        return out
+    return [doc]
+
+
+def _load_objects(store: Store, root: Path, skip_dirs: set[Path]) -> None:
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.suffix not in _OBJECT_SUFFIXES:
+            continue
+        if any(d in path.parents for d in skip_dirs) or path.name in ("snapshot.yaml", "scenario.yaml"):
+            continue
+        try:
+            docs = parse_documents(path.read_text(encoding="utf-8"), path.suffix)
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise SnapshotError(f"{path}: {exc}") from exc
+        for doc in docs:
+            for obj in flatten(doc):
+                store.add(obj, origin=str(path.relative_to(root)))
+
+
+def _load_logs(logs: Logs, root: Path) -> None:
+    for path in sorted(root.glob("*/*/*.log")):
+        ns, pod = path.parent.parent.name, path.parent.name
+        name = path.name[: -len(".log")]
+        previous = name.endswith(".previous")
+        container = name[: -len(".previous")] if previous else name
+        logs.sources[(ns, pod, container, previous)] = path
+
+
+def _load_dump_logs(logs: Logs, root: Path) -> None:
+    """`<ns>/<pod>/logs.txt` of cluster-info dump: sections per container, or one unnamed block."""
+    for path in sorted(root.glob("*/*/logs.txt")):
+        ns, pod = path.parent.parent.name, path.parent.name
+        current: str | None = None
+        chunks: dict[str, list[str]] = {}
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            m = _DUMP_SECTION.match(line)
+            if m:
+                current = m.group(2) if m.group(1) == "START" else None
+                chunks.setdefault(m.group(2), [])
+            elif current is not None:
+                chunks[current].append(line)
+        for container, lines in chunks.items():
+            logs.sources[(ns, pod, container, False)] = "".join(line + "\n" for line in lines)
+
+
+def _users(raw: Any) -> dict[str, User]:
+    users: dict[str, User] = {}
+    for name, spec in (raw or {}).items():
+        spec = spec or {}
+        token = str(spec.get("token") or f"{name}-{secrets.token_hex(16)}")
+        users[str(name)] = User(str(name), tuple(str(g) for g in spec.get("groups") or ()), token)
+    return users
+
+
+def load_snapshot(directory: Path | str) -> Snapshot:
+    """Load a snapshot directory; a directory without `cluster/` is read as a cluster-info dump."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise SnapshotError(f"{root}: not a directory")
+    meta_path = root / "snapshot.yaml"
+    meta: dict[str, Any] = {}
+    if meta_path.is_file():
+        meta = yaml.load(meta_path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+    store, logs = Store(), Logs()
+    if (root / "cluster").is_dir():
+        _load_objects(store, root / "cluster", skip_dirs=set())
+        if (root / "logs").is_dir():
+            _load_logs(logs, root / "logs")
+    else:
+        _load_objects(store, root, skip_dirs={root / "logs", root / "metrics"})
+        _load_dump_logs(logs, root)
+        if (root / "logs").is_dir():
+            _load_logs(logs, root / "logs")
+    store.seal()
+    for skipped in store.skipped:
+        log.info("snapshot object skipped: %s", skipped)
+    cluster = meta.get("cluster") or {}
+    name = str(meta.get("name") or root.name)
+    users = _users(meta.get("users"))
+    if not users:
+        users = _users({"admin": {"groups": ["system:masters"]}})
+    now = parse_time(meta.get("now")) or datetime.now(UTC)
+    return Snapshot(
+        name=name, cluster_name=str(cluster.get("name") or name),
+        aliases=tuple(str(a) for a in cluster.get("aliases") or ()), now=now, users=users,
+        store=store, logs=logs, description=str(meta.get("description") or ""),
+    )
