@@ -72,6 +72,9 @@ class AuthenticateReply(Message):
     user: str = ""
     groups: tuple[str, ...] = ()
     error: str = ""
+    unavailable: bool = False
+    """True when no cluster could answer the review (the token may be fine): callers answer 503,
+    not 401."""
 
 
 class InvalidateRequest(Message):
