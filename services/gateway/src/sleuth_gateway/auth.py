@@ -57,6 +57,8 @@ class Authenticator:
             reply = await self._bus.authenticate(token)
         except BusError as exc:
             raise DependencyUnavailable(f"authorization is unavailable ({exc}); try again shortly") from exc
+        if reply.unavailable:
+            raise DependencyUnavailable(f"authorization is unavailable ({reply.error}); try again shortly")
         if not reply.authenticated or not reply.user:
             detail = f": {reply.error}" if reply.error else ""
             raise Unauthorized(f"the token was not accepted{detail}")
