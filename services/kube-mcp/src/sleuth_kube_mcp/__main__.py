@@ -1,0 +1,50 @@
+"""``python -m sleuth_kube_mcp --config FILE`` / ``sleuth-kube-mcp``: serve until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import uvicorn
+
+from sleuth_common.config import load_settings
+from sleuth_kube_mcp.app import create_app
+from sleuth_kube_mcp.kube import KubeConfigError
+from sleuth_kube_mcp.settings import Settings
+
+log = logging.getLogger("sleuth_kube_mcp")
+
+
+def _configure_logging(settings: Settings) -> None:
+    fmt = (
+        '{"ts":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}'
+        if settings.logging.json_format
+        else "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.basicConfig(level=settings.logging.level.upper(), format=fmt)
+    # httpx logs every request at INFO; the tool-call metrics already count them.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="sleuth-kube-mcp", description="Read-only Kubernetes MCP server (streamable HTTP at /mcp)."
+    )
+    parser.add_argument("--config", help="YAML config file (kube_mcp: section; see README)")
+    args = parser.parse_args(argv)
+    settings = load_settings(Settings, args.config)
+    _configure_logging(settings)
+    try:
+        app = create_app(settings)
+    except KubeConfigError as e:
+        print(f"sleuth-kube-mcp: {e}", file=sys.stderr)
+        return 2
+    k = settings.kube_mcp
+    log.info("serving MCP on http://%s:%d/mcp", k.host, k.port)
+    uvicorn.run(app, host=k.host, port=k.port, log_config=None, access_log=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Wiring: settings → Kubernetes access → reader → MCP server → Starlette app."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server import MCPServer
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from sleuth_kube_mcp._metrics import Metrics
+from sleuth_kube_mcp.kube import ClusterAccess, KubeClient, load_access
+from sleuth_kube_mcp.reads import KubeReader
+from sleuth_kube_mcp.settings import Settings
+from sleuth_kube_mcp.tools import register_tools
+
+__all__ = ["create_app", "create_mcp_server"]
+
+log = logging.getLogger(__name__)
+
+_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
+
+
+def _instructions(cluster: str) -> str:
+    where = f"the Kubernetes cluster {cluster!r}" if cluster else "one Kubernetes cluster"
+    return (
+        f"Read-only tools over {where}. Start with list_pods and list_events in the namespace in "
+        "question, follow owners with list_workloads, read crashed containers with pod_logs "
+        "previous=true, and check configuration with get_pod / get_resource. Every result is JSON; "
+        "errors carry the API's message and the kubectl command that reproduces the read."
+    )
+
+
+def create_mcp_server(settings: Settings, access: ClusterAccess | None = None) -> tuple[MCPServer, Metrics]:
+    """The MCP server with the tools and the /healthz and /metrics routes (no transport yet)."""
+    k = settings.kube_mcp
+    access = access or load_access(k.kubeconfig, k.context)
+    metrics = Metrics()
+    client = KubeClient(access, timeout=k.request_timeout, on_response=metrics.count_response)
+    reader = KubeReader(client, max_log_bytes=k.max_log_bytes, max_items=k.max_items)
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield {}
+        finally:
+            await client.aclose()
+
+    level = settings.logging.level.upper()
+    # MCPServer calls logging.basicConfig; a placeholder handler makes that a no-op, so the
+    # process (the CLI, or `sleuth investigate` running this in-process) keeps its own logging.
+    guard = logging.NullHandler()
+    logging.getLogger().addHandler(guard)
+    try:
+        server: MCPServer[Any] = MCPServer(
+            name="sleuth-kube-mcp",
+            title="Sleuth Kubernetes (read-only)",
+            instructions=_instructions(k.cluster_name),
+            version="0.1.0",
+            lifespan=lifespan,
+            log_level=level if level in _LEVELS else "INFO",  # type: ignore[arg-type]
+        )
+    finally:
+        logging.getLogger().removeHandler(guard)
+    register_tools(server, reader, metrics, k.accept_caller_token)
+
+    @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)
+    async def healthz(_request: Request) -> Response:
+        return JSONResponse(
+            {"status": "ok", "cluster": k.cluster_name, "api_server": access.server, "source": access.source}
+        )
+
+    @server.custom_route("/metrics", methods=["GET"], include_in_schema=False)
+    async def metrics_route(_request: Request) -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    log.info("kube-mcp reads %s via %s", access.server, access.source)
+    return server, metrics
+
+
+def create_app(settings: Settings, access: ClusterAccess | None = None) -> Starlette:
+    """The ASGI app: streamable HTTP MCP at ``/mcp`` (stateless, JSON responses), ``/healthz``,
+    ``/metrics``. Reads kubeconfig / service-account files, connects to nothing until a call.
+    Raises :class:`sleuth_kube_mcp.kube.KubeConfigError` when no cluster access is configured."""
+    server, metrics = create_mcp_server(settings, access)
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=True,
+        json_response=True,
+        host=settings.kube_mcp.host,
+    )
+    app.state.mcp_server = server
+    app.state.metrics = metrics
+    return app

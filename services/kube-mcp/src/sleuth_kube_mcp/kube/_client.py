@@ -1,0 +1,138 @@
+"""A small read-only async Kubernetes API client over httpx. GET only, by design."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from sleuth_kube_mcp.kube._config import ClusterAccess
+
+__all__ = ["KubeApiError", "KubeClient", "KubeUnavailable"]
+
+log = logging.getLogger(__name__)
+
+
+class KubeApiError(Exception):
+    """The API server answered with an error Status (403, 404, ...)."""
+
+    def __init__(self, code: int, reason: str, message: str, path: str) -> None:
+        super().__init__(f"{code} {reason}: {message}")
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.path = path
+
+
+class KubeUnavailable(Exception):
+    """The API server could not be reached or did not answer in time."""
+
+
+def _status_error(resp: httpx.Response, body: bytes, path: str) -> KubeApiError:
+    reason, message = resp.reason_phrase or "Error", ""
+    try:
+        status = json.loads(body)
+        if isinstance(status, dict):
+            reason = str(status.get("reason") or reason)
+            message = str(status.get("message") or "")
+    except ValueError:
+        message = body.decode("utf-8", "replace").strip()[:500]
+    return KubeApiError(resp.status_code, reason, message or f"the server returned {resp.status_code}", path)
+
+
+class KubeClient:
+    """GETs JSON and text from one cluster. ``token`` per call overrides the default credential.
+
+    The httpx client is made on first use (inside the running event loop) and closed by
+    :meth:`aclose`.
+    """
+
+    def __init__(
+        self,
+        access: ClusterAccess,
+        timeout: float = 10.0,
+        on_response: Callable[[int], None] | None = None,
+    ) -> None:
+        self.access = access
+        self.timeout = timeout
+        self._http: httpx.AsyncClient | None = None
+        self._on_response = on_response
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(
+                base_url=self.access.server,
+                verify=self.access.ssl_context,
+                timeout=self.timeout,
+                headers={"Accept": "application/json", "User-Agent": "sleuth-kube-mcp"},
+                follow_redirects=False,
+            )
+        return self._http
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    def _headers(self, token: str | None) -> dict[str, str]:
+        bearer = token or self.access.default_token()
+        return {"Authorization": f"Bearer {bearer}"} if bearer else {}
+
+    def _count(self, code: int) -> None:
+        if self._on_response is not None:
+            self._on_response(code)
+
+    async def get_json(
+        self, path: str, params: Mapping[str, Any] | None = None, token: str | None = None
+    ) -> dict[str, Any]:
+        body = await self._get(path, params, token, max_bytes=None)
+        try:
+            data = json.loads(body[0])
+        except ValueError as e:
+            raise KubeUnavailable(f"GET {path}: the API server returned something that is not JSON") from e
+        if not isinstance(data, dict):
+            raise KubeUnavailable(f"GET {path}: unexpected response")
+        return data
+
+    async def get_text(
+        self,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        token: str | None = None,
+        max_bytes: int | None = None,
+    ) -> tuple[str, bool]:
+        """Text body (logs) and whether it was cut to ``max_bytes`` (the newest bytes are kept)."""
+        body, truncated = await self._get(path, params, token, max_bytes=max_bytes)
+        return body.decode("utf-8", "replace"), truncated
+
+    async def _get(
+        self, path: str, params: Mapping[str, Any] | None, token: str | None, max_bytes: int | None
+    ) -> tuple[bytes, bool]:
+        clean = {k: v for k, v in (params or {}).items() if v not in (None, "")}
+        try:
+            async with self._client().stream("GET", path, params=clean, headers=self._headers(token)) as resp:
+                buf = bytearray()
+                truncated = False
+                async for chunk in resp.aiter_bytes():
+                    buf += chunk
+                    if max_bytes is not None and len(buf) > 2 * max_bytes:
+                        del buf[: len(buf) - max_bytes]
+                        truncated = True
+                if max_bytes is not None and len(buf) > max_bytes:
+                    del buf[: len(buf) - max_bytes]
+                    truncated = True
+        except httpx.TimeoutException as e:
+            self._count(0)
+            raise KubeUnavailable(f"GET {path}: the Kubernetes API did not answer within {self.timeout:g}s") from e
+        except httpx.HTTPError as e:
+            self._count(0)
+            raise KubeUnavailable(f"GET {path}: cannot reach the Kubernetes API at {self.access.server}: {e}") from e
+        self._count(resp.status_code)
+        if resp.status_code >= 400:
+            raise _status_error(resp, bytes(buf), path)
+        if resp.status_code >= 300:
+            raise KubeUnavailable(f"GET {path}: unexpected redirect ({resp.status_code})")
+        return bytes(buf), truncated

@@ -1,0 +1,341 @@
+"""The MCP tools: names, descriptions written for a model, argument schemas, and the one place
+where API errors become error results (never exceptions escaping to the client)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from sleuth_kube_mcp._kubectl import kubectl_for
+from sleuth_kube_mcp._metrics import Metrics
+from sleuth_kube_mcp.kube import KubeApiError, KubeUnavailable
+from sleuth_kube_mcp.reads import BadRequest, KubeReader
+
+__all__ = ["CLUSTER_ADMIN_META_KEY", "TOOL_NAMES", "register_tools"]
+
+log = logging.getLogger(__name__)
+
+CLUSTER_ADMIN_META_KEY = "sleuth/cluster_admin_only"
+TOOL_NAMES = (
+    "list_pods",
+    "get_pod",
+    "pod_logs",
+    "list_events",
+    "list_workloads",
+    "list_services",
+    "list_pvcs",
+    "list_quotas",
+    "list_nodes",
+    "get_resource",
+)
+
+Namespace = Annotated[str, Field(description="Kubernetes namespace to read, e.g. team-a.", min_length=1)]
+PodName = Annotated[str, Field(description="Pod name, e.g. checkout-api-7d9f8c6b5d-x2k4p.", min_length=1)]
+
+_READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_JSON = "Returns JSON text."
+
+DESCRIPTIONS = {
+    "list_pods": (
+        "List the pods of one namespace with their health: phase, kubectl-style status "
+        "(CrashLoopBackOff, ImagePullBackOff, Pending, Completed...), node, ready count, restarts, owner "
+        "(kind/name), conditions, start time, and per container: image, ready, restart_count, current "
+        "state (waiting/running/terminated with reason, message, exit_code), last_termination (reason "
+        "such as OOMKilled or Error, exit_code, finished_at) and resources (requests/limits). "
+        "Use it first to find which pods are unhealthy and why. Narrow with label_selector "
+        "(e.g. app.kubernetes.io/name=checkout-api) or field_selector (e.g. status.phase=Pending). "
+        'Result: {"namespace", "count", "pods": [...], "omitted"?}. ' + _JSON
+    ),
+    "get_pod": (
+        "Get one pod in detail: everything list_pods shows plus, per container, probes "
+        "(liveness/readiness/startup), env var names with their sources (secret/configmap refs by name; "
+        "literal values of secret-looking variables are redacted), env_from, ports, command/args and "
+        "volume mounts; and for the pod: volumes (configmap/secret/pvc names), node selector, affinity, "
+        "tolerations, service account, annotations. Use it when a pod's configuration may be the cause "
+        "(missing ConfigMap or Secret, probe settings, scheduling constraints, limits). " + _JSON
+    ),
+    "pod_logs": (
+        "Read a container's log lines (each prefixed with its RFC 3339 timestamp), newest last. "
+        "previous=true reads the container instance that ran before the last restart: use it for "
+        "crash-looping containers to see why they died (stack traces, connection errors). container "
+        "defaults to the pod's default (first) container. tail_lines (default 200, max 5000) limits "
+        "the lines; since_seconds limits to recent lines. "
+        'Result: {"namespace", "pod", "container", "previous", "tail_lines", "lines": [...], '
+        '"truncated": true when the byte limit cut older lines}. ' + _JSON
+    ),
+    "list_events": (
+        "List the Kubernetes events of one namespace, newest first: type (Normal/Warning), reason "
+        "(BackOff, Failed, FailedScheduling, Unhealthy, OOMKilling...), message, count, first/last "
+        "timestamp, involved_object (kind, name) and source. Filter with involved_object_name "
+        "(a pod, deployment... name), involved_object_kind and types (e.g. [\"Warning\"]). Use it to "
+        "learn what the scheduler and kubelet said about a failing object (image pull errors, missing "
+        'configmaps, insufficient resources, probe failures). Result: {"namespace", "count", '
+        '"events": [...], "omitted"?}. ' + _JSON
+    ),
+    "list_workloads": (
+        "List the workload controllers of one namespace: Deployments, StatefulSets, DaemonSets, "
+        "ReplicaSets, Jobs and CronJobs (or only the kinds given), each with replicas "
+        "(desired/current/ready/available/updated), conditions (e.g. Progressing=False "
+        "ProgressDeadlineExceeded), label selector (usable as list_pods label_selector), images, "
+        "container resources, owner, and job/cron details (succeeded/failed, schedule, last run). "
+        'Use it to map pods to their owners and see rollouts that are stuck. Result: {"namespace", '
+        '"count", "workloads": [...], "errors"?: [kinds that could not be read]}. ' + _JSON
+    ),
+    "list_services": (
+        "List the Services of one namespace with type, cluster IP, ports (port, target_port), "
+        "selector and endpoints: ready and not_ready addresses with the pod behind each. A Service "
+        "with no ready endpoints sends traffic nowhere; compare its selector with the pods' labels. "
+        'Result: {"namespace", "count", "services": [...]}. ' + _JSON
+    ),
+    "list_pvcs": (
+        "List the PersistentVolumeClaims of one namespace with phase (Bound/Pending/Lost), storage "
+        "class, requested size, capacity, bound volume and access modes. Use it when pods are Pending "
+        'on volumes or fail to mount. Result: {"namespace", "count", "pvcs": [...]}. ' + _JSON
+    ),
+    "list_quotas": (
+        "List the ResourceQuotas (hard limits, current usage, and at_limit: resources whose usage has "
+        "reached the limit) and LimitRanges (default/min/max container requests and limits) of one "
+        "namespace. Use it when pods cannot be created (exceeded quota) or to explain default limits. "
+        'Result: {"namespace", "resource_quotas": [...], "limit_ranges": [...]}. ' + _JSON
+    ),
+    "list_nodes": (
+        "CLUSTER-ADMIN ONLY (cluster-wide data; only callers with cluster-wide access may use it). "
+        "List the cluster's nodes: Ready status, conditions (MemoryPressure, DiskPressure...), "
+        "allocatable and capacity (cpu, memory, pods), taints, unschedulable, roles, zone, kubelet "
+        "version. Use it for node problems and to compare pod requests with node capacity. "
+        'Result: {"count", "nodes": [...]}. ' + _JSON
+    ),
+    "get_resource": (
+        "Get any single Kubernetes object by kind and name, as the API returns it (metadata.managedFields "
+        "removed; Secret data values replaced by <redacted>, keys kept). kind accepts the Kind, plural or "
+        "short name (Deployment, deployments, deploy, cm, pvc, sc, hpa, netpol, ingress...) including "
+        "custom resources. namespace is required for namespaced kinds and ignored for cluster-scoped "
+        "ones (Node, StorageClass, PersistentVolume...). Use it for objects no other tool covers: "
+        "ConfigMaps, HPAs, PDBs, NetworkPolicies, Ingresses, StorageClasses. " + _JSON
+    ),
+}
+
+
+def _text(payload: Any, is_error: bool = False) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(payload, separators=(",", ":"), default=str))],
+        is_error=is_error,
+    )
+
+
+def error_result(tool: str, args: dict[str, Any], exc: Exception) -> CallToolResult:
+    """The error result of a failed read: what the API said, and the kubectl command to replay it."""
+    command = kubectl_for(tool, args)
+    if isinstance(exc, KubeApiError):
+        body: dict[str, Any] = {"error": exc.message, "code": exc.code, "reason": exc.reason}
+    elif isinstance(exc, KubeUnavailable):
+        body = {"error": f"unavailable: {exc}", "code": 0, "reason": "Unavailable"}
+    else:
+        body = {"error": str(exc), "code": 400, "reason": "BadRequest"}
+    body["command"] = command
+    return _text(body, is_error=True)
+
+
+def _caller_token(ctx: Context, accept: bool) -> str | None:
+    if not accept:
+        return None
+    headers = ctx.headers or {}
+    auth = headers.get("authorization") or headers.get("Authorization") or ""
+    scheme, _, token = auth.partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return None
+
+
+def register_tools(server: MCPServer, reader: KubeReader, metrics: Metrics, accept_caller_token: bool) -> None:
+    """Add the ten read-only tools to ``server``."""
+
+    async def run(
+        tool: str, args: dict[str, Any], ctx: Context, call: Callable[[str | None], Awaitable[Any]]
+    ) -> CallToolResult:
+        started = time.perf_counter()
+        outcome = "ok"
+        try:
+            result = _text(await call(_caller_token(ctx, accept_caller_token)))
+        except (KubeApiError, KubeUnavailable, BadRequest) as e:
+            outcome = (
+                "unavailable"
+                if isinstance(e, KubeUnavailable)
+                else "bad_request"
+                if isinstance(e, BadRequest)
+                else f"api_{e.code}"
+            )
+            log.info("tool %s failed: %s", tool, outcome)
+            result = error_result(tool, args, e)
+        metrics.tool_calls.labels(tool=tool, outcome=outcome).inc()
+        metrics.tool_seconds.labels(tool=tool).observe(time.perf_counter() - started)
+        return result
+
+    def add(fn: Callable[..., Any], name: str, meta: dict[str, Any] | None = None) -> None:
+        server.add_tool(
+            fn,
+            name=name,
+            description=DESCRIPTIONS[name],
+            annotations=_READ_ONLY,
+            meta=meta,
+            structured_output=False,
+        )
+
+    async def list_pods(
+        namespace: Namespace,
+        ctx: Context,
+        label_selector: Annotated[
+            str, Field(description="Label selector as for kubectl -l, e.g. app.kubernetes.io/name=api.")
+        ] = "",
+        field_selector: Annotated[
+            str, Field(description="Field selector, e.g. status.phase=Pending or spec.nodeName=node-1.")
+        ] = "",
+    ) -> CallToolResult:
+        args = {"namespace": namespace, "label_selector": label_selector, "field_selector": field_selector}
+        return await run(
+            "list_pods", args, ctx, lambda t: reader.list_pods(namespace, label_selector, field_selector, t)
+        )
+
+    async def get_pod(namespace: Namespace, name: PodName, ctx: Context) -> CallToolResult:
+        args = {"namespace": namespace, "name": name}
+        return await run("get_pod", args, ctx, lambda t: reader.get_pod(namespace, name, t))
+
+    async def pod_logs(
+        namespace: Namespace,
+        name: PodName,
+        ctx: Context,
+        container: Annotated[str, Field(description="Container name; default: the pod's first container.")] = "",
+        previous: Annotated[
+            bool, Field(description="Read the previous (crashed) instance of the container.")
+        ] = False,
+        tail_lines: Annotated[int, Field(description="Last N lines (max 5000).", ge=1, le=5000)] = 200,
+        since_seconds: Annotated[
+            int | None, Field(description="Only lines newer than this many seconds.", ge=1)
+        ] = None,
+    ) -> CallToolResult:
+        args = {
+            "namespace": namespace,
+            "name": name,
+            "container": container,
+            "previous": previous,
+            "tail_lines": tail_lines,
+            "since_seconds": since_seconds,
+        }
+        return await run(
+            "pod_logs",
+            args,
+            ctx,
+            lambda t: reader.pod_logs(namespace, name, container, previous, tail_lines, since_seconds, t),
+        )
+
+    async def list_events(
+        namespace: Namespace,
+        ctx: Context,
+        involved_object_name: Annotated[
+            str, Field(description="Only events about the object with this name (pod, deployment, ...).")
+        ] = "",
+        involved_object_kind: Annotated[
+            str, Field(description="Only events about objects of this kind, e.g. Pod.")
+        ] = "",
+        types: Annotated[
+            list[Literal["Normal", "Warning"]] | None,
+            Field(description='Only these event types, e.g. ["Warning"]; default both.'),
+        ] = None,
+    ) -> CallToolResult:
+        args = {
+            "namespace": namespace,
+            "involved_object_name": involved_object_name,
+            "involved_object_kind": involved_object_kind,
+            "types": list(types or []),
+        }
+        return await run(
+            "list_events",
+            args,
+            ctx,
+            lambda t: reader.list_events(namespace, involved_object_name, involved_object_kind, list(types or []), t),
+        )
+
+    async def list_workloads(
+        namespace: Namespace,
+        ctx: Context,
+        kinds: Annotated[
+            list[Literal["deployments", "statefulsets", "daemonsets", "replicasets", "jobs", "cronjobs"]] | None,
+            Field(description="Only these kinds; default all six."),
+        ] = None,
+    ) -> CallToolResult:
+        args = {"namespace": namespace, "kinds": list(kinds or [])}
+        return await run(
+            "list_workloads", args, ctx, lambda t: reader.list_workloads(namespace, list(kinds or []) or None, t)
+        )
+
+    async def list_services(namespace: Namespace, ctx: Context) -> CallToolResult:
+        return await run("list_services", {"namespace": namespace}, ctx, lambda t: reader.list_services(namespace, t))
+
+    async def list_pvcs(namespace: Namespace, ctx: Context) -> CallToolResult:
+        return await run("list_pvcs", {"namespace": namespace}, ctx, lambda t: reader.list_pvcs(namespace, t))
+
+    async def list_quotas(namespace: Namespace, ctx: Context) -> CallToolResult:
+        return await run("list_quotas", {"namespace": namespace}, ctx, lambda t: reader.list_quotas(namespace, t))
+
+    async def list_nodes(ctx: Context) -> CallToolResult:
+        return await run("list_nodes", {}, ctx, lambda t: reader.list_nodes(t))
+
+    async def get_resource(
+        kind: Annotated[
+            str, Field(description="Kind, plural or short name: Deployment, configmaps, cm, pvc, hpa...", min_length=1)
+        ],
+        name: Annotated[str, Field(description="Object name.", min_length=1)],
+        ctx: Context,
+        namespace: Annotated[
+            str, Field(description="Namespace; required for namespaced kinds, ignored for cluster-scoped ones.")
+        ] = "",
+    ) -> CallToolResult:
+        args = {"kind": kind, "name": name, "namespace": namespace}
+        return await run("get_resource", args, ctx, lambda t: reader.get_resource(kind, name, namespace, t))
+
+    add(list_pods, "list_pods")
+    add(get_pod, "get_pod")
+    add(pod_logs, "pod_logs")
+    add(list_events, "list_events")
+    add(list_workloads, "list_workloads")
+    add(list_services, "list_services")
+    add(list_pvcs, "list_pvcs")
+    add(list_quotas, "list_quotas")
+    add(list_nodes, "list_nodes", meta={CLUSTER_ADMIN_META_KEY: True})
+    add(get_resource, "get_resource")
+    _tidy_schemas(server)
+
+
+def _tidy(schema: Any) -> Any:
+    """Drop pydantic's "title" noise and turn ``anyOf: [X, null]`` (optional) into X."""
+    if isinstance(schema, list):
+        return [_tidy(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _tidy(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    any_of = out.get("anyOf")
+    if isinstance(any_of, list):
+        non_null = [s for s in any_of if s != {"type": "null"}]
+        if len(non_null) == 1 and len(non_null) < len(any_of):
+            out.pop("anyOf")
+            out = non_null[0] | out
+            if out.get("default", "") is None:
+                out.pop("default")
+    return out
+
+
+def _tidy_schemas(server: MCPServer) -> None:
+    for name in TOOL_NAMES:
+        tool = server._tool_manager.get_tool(name)  # the SDK has no public setter for a tool's schema
+        if tool is not None:
+            tool.parameters = _tidy(tool.parameters)
+            tool.parameters.setdefault("required", [])
+            tool.parameters["additionalProperties"] = False
