@@ -1,0 +1,157 @@
+"""Plan: which clusters, namespaces and workloads a question is about, from the question text
+verified against live objects (DESIGN §3). A name matching two workloads or none resolves to
+nothing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sleuth_common.config import ClusterSettings
+
+__all__ = ["QuestionTerms", "mentions", "parse_question", "pick_clusters", "resolve_names"]
+
+_TOKEN = re.compile(r"[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?")
+_STOP = frozenset(
+    """a an the is are was were be been am do does did why what whats which who how when where
+    in on at of for to from with without by about into my our your their its this that these those
+    it me we us you they there here and or not no yes please can could would should will shall
+    failing failed fail fails failure crashing crash crashes crashed broken down up wrong happening
+    going on slow error errors erroring issue issues problem problems restarting restart restarts
+    pod pods deployment deployments statefulset statefulsets daemonset daemonsets job jobs cronjob
+    cronjobs service services app apps application workload workloads namespace namespaces ns cluster
+    clusters container containers node nodes running pending healthy unhealthy ok okay status check
+    tell show look see find investigate explain diagnose all any some everything anything something
+    today now currently still again since lately recently keeps keep stuck working work works
+    hi hello hey thanks thank kubectl right""".split()
+)
+_KIND_WORDS = (
+    "deployment|deploy|statefulset|sts|daemonset|ds|pod|job|cronjob|service|svc|app|workload|api|worker"
+)
+_KINDS = rf"(?:{_KIND_WORDS}|deployments|pods|services|apps)"
+_NS_CLAIMS = (
+    re.compile(r"(?:\bnamespaces?\s+|\bns\s+|(?:^|\s)-n\s+)([a-z0-9][-a-z0-9]*)"),
+    re.compile(r"(?<![-a-z0-9.])(?=([a-z0-9][-a-z0-9]*)\s+namespace\b)"),
+)
+_OBJECTS = (
+    re.compile(rf"\b{_KINDS}\s+([a-z0-9][-a-z0-9.]*)"),
+    re.compile(rf"(?<![-a-z0-9.])(?=([a-z0-9][-a-z0-9.]*)\s+{_KINDS}\b)"),
+    re.compile(
+        r"\b(?:why|how come)\s+(?:is|are|does|do|did|was|were|has|have)\s+(?:the\s+|my\s+|our\s+)?([a-z0-9][-a-z0-9.]*)"
+    ),
+)
+_IN_CLAIM = re.compile(r"\bin\s+([a-z0-9][-a-z0-9]*[a-z0-9])\b")
+
+
+def mentions(text: str, name: str) -> bool:
+    """``name`` appears in ``text`` as a whole word (hyphens and dots belong to words)."""
+    return (
+        re.search(rf"(?<![a-z0-9.-]){re.escape(name.lower())}(?![a-z0-9-]|\.[a-z0-9])", text.lower())
+        is not None
+    )
+
+
+@dataclass(frozen=True)
+class QuestionTerms:
+    text: str
+    tokens: tuple[str, ...]
+    names: tuple[str, ...]  # tokens that may name an object
+    namespace_claims: tuple[str, ...]  # tokens the question presents as namespaces
+    object_words: tuple[str, ...] = ()  # tokens the question presents as an object's name
+
+    def names_an_object(self, words: Iterable[str]) -> bool:
+        """Does one of ``words`` look like the name of a specific object?"""
+        return any("-" in w or any(ch.isdigit() for ch in w) or w in self.object_words for w in words)
+
+
+def parse_question(question: str, cluster_words: Iterable[str] = ()) -> QuestionTerms:
+    text = question.lower()
+    tokens = tuple(_TOKEN.findall(text))
+    skip = {w.lower() for w in cluster_words}
+    names = tuple(
+        dict.fromkeys(
+            t for t in tokens if t not in _STOP and t not in skip and not t.isdigit() and len(t) > 1
+        )
+    )
+    claims: list[str] = []
+    for rx in _NS_CLAIMS:
+        for m in rx.finditer(text):
+            tok = m.group(1)
+            if tok and tok not in _STOP and tok not in skip:
+                claims.append(tok)
+    for m in _IN_CLAIM.finditer(text):
+        tok = m.group(1)
+        if tok not in _STOP and tok not in skip and ("-" in tok or any(ch.isdigit() for ch in tok)):
+            claims.append(tok)
+    objects = []
+    for rx in _OBJECTS:
+        for m in rx.finditer(text):
+            tok = m.group(1)
+            if tok and tok not in _STOP and tok not in skip:
+                objects.append(tok)
+    return QuestionTerms(question, tokens, names, tuple(dict.fromkeys(claims)), tuple(dict.fromkeys(objects)))
+
+
+def pick_clusters(
+    requested: Sequence[str], question: str, clusters: Sequence[ClusterSettings], in_scope: Iterable[str]
+) -> tuple[list[ClusterSettings], list[str]]:
+    """(clusters to investigate, cluster names the caller asked for but cannot read).
+
+    Explicit ``requested`` names first, then names/aliases mentioned in the question, else every
+    configured cluster in scope. Only names the caller supplied are ever returned as refused."""
+    scoped = set(in_scope)
+
+    def lookup(word: str) -> ClusterSettings | None:
+        w = word.lower()
+        for c in clusters:
+            if c.name.lower() == w or w in (a.lower() for a in c.aliases):
+                return c
+        return None
+
+    wanted: list[ClusterSettings] = []
+    refused: list[str] = []
+    asked = list(requested)
+    if not asked:
+        for c in clusters:
+            for word in (c.name, *c.aliases):
+                if mentions(question, word):
+                    asked.append(word)
+                    break
+    for word in asked:
+        c = lookup(word)
+        if c is None or c.name not in scoped:
+            refused.append(word)
+        elif c not in wanted:
+            wanted.append(c)
+    if not asked:
+        wanted = [c for c in clusters if c.name in scoped]
+    return wanted, refused
+
+
+def resolve_names(
+    names: Iterable[str], candidates: Iterable[tuple[str, str]]
+) -> tuple[set[tuple[str, str]], list[str], list[str]]:
+    """Match question words against live (namespace, workload) names.
+
+    A word matches a workload whose name equals it or contains it between word boundaries
+    (``checkout`` → ``checkout-api``); an exact name wins over partial ones. A word matching
+    more than one workload is ambiguous and resolves to nothing. Returns (matched workloads,
+    words that matched nothing, words that matched several)."""
+    pool = list(dict.fromkeys(candidates))
+    matched: set[tuple[str, str]] = set()
+    unmatched: list[str] = []
+    ambiguous: list[str] = []
+    for word in names:
+        exact = [c for c in pool if c[1] == word]
+        hits = exact or [c for c in pool if mentions(c[1].replace("-", " "), word.replace("-", " "))]
+        if not hits:
+            hits = [c for c in pool if re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", c[1])]
+        names_hit = {h[1] for h in hits}
+        if len(names_hit) == 1:
+            matched.update(hits)
+        elif not hits:
+            unmatched.append(word)
+        else:
+            ambiguous.append(word)
+    return matched, unmatched, ambiguous

@@ -1,0 +1,257 @@
+"""Typed views over what kube-mcp returns. kube-mcp's shaped records (``namespace``, ``name``,
+``phase``, ``containers[...]``) and raw Kubernetes objects (``metadata``/``status``) are both
+accepted, so the investigator does not break when a server returns either."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ContainerView", "EventView", "PodView", "WorkloadView", "items_of", "log_text"]
+
+
+def _get(d: Any, *keys: str, default: Any = None) -> Any:
+    """First present key, trying snake_case and camelCase spellings."""
+    if not isinstance(d, dict):
+        return default
+    for k in keys:
+        if k in d and d[k] is not None:
+            return d[k]
+    return default
+
+
+def items_of(data: Any, *preferred: str) -> list[dict[str, Any]]:
+    """The records of a list result: ``{"items": [...]}``, ``{"pods": [...]}``, or a bare list."""
+    if isinstance(data, list):
+        return [x for x in data if isinstance(x, dict)]
+    if not isinstance(data, dict):
+        return []
+    for key in (*preferred, "items"):
+        value = data.get(key)
+        if isinstance(value, list):
+            return [x for x in value if isinstance(x, dict)]
+    for value in data.values():
+        if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+            return list(value)
+    return []
+
+
+def log_text(data: Any) -> str:
+    """The log text of a ``pod_logs`` result (text, ``{"log": ...}``, ``{"lines": [...]}``)."""
+    if isinstance(data, str):
+        return data
+    if isinstance(data, dict):
+        for key in ("log", "logs", "text", "content", "output"):
+            if isinstance(data.get(key), str):
+                return data[key]
+        lines = data.get("lines")
+        if isinstance(lines, list):
+            return "\n".join(str(x) for x in lines)
+    return ""
+
+
+@dataclass(frozen=True)
+class ContainerView:
+    name: str
+    image: str = ""
+    ready: bool = False
+    restart_count: int = 0
+    state: str = ""  # waiting | running | terminated
+    reason: str = ""
+    message: str = ""
+    exit_code: int | None = None
+    last_reason: str = ""
+    last_exit_code: int | None = None
+    memory_limit: str = ""
+    memory_request: str = ""
+    cpu_limit: str = ""
+
+    @classmethod
+    def parse(cls, c: dict[str, Any], spec: dict[str, Any] | None = None) -> ContainerView:
+        state = _get(c, "state", default={}) or {}
+        kind, detail = "", {}
+        if isinstance(state, dict):
+            for k in ("waiting", "terminated", "running"):
+                if isinstance(state.get(k), dict):
+                    kind, detail = k, state[k]
+                    break
+            if not kind and isinstance(state.get("state"), str):
+                kind, detail = state["state"], state
+        elif isinstance(state, str):
+            kind = state
+        last = _get(c, "last_termination", "lastTermination", default=None)
+        if last is None:
+            last_state = _get(c, "last_state", "lastState", default={}) or {}
+            last = last_state.get("terminated") if isinstance(last_state, dict) else None
+        last = last if isinstance(last, dict) else {}
+        res = _get(c, "resources", default=None) or _get(spec, "resources", default={}) or {}
+        limits = _get(res, "limits", default={}) or {}
+        requests = _get(res, "requests", default={}) or {}
+        return cls(
+            name=str(_get(c, "name", default="")),
+            image=str(_get(c, "image", default="") or _get(spec, "image", default="")),
+            ready=bool(_get(c, "ready", default=False)),
+            restart_count=int(_get(c, "restart_count", "restartCount", "restarts", default=0) or 0),
+            state=kind,
+            reason=str(_get(detail, "reason", default="") or _get(c, "reason", default="") or ""),
+            message=str(_get(detail, "message", default="") or ""),
+            exit_code=_int(_get(detail, "exit_code", "exitCode")),
+            last_reason=str(_get(last, "reason", default="") or ""),
+            last_exit_code=_int(_get(last, "exit_code", "exitCode")),
+            memory_limit=str(limits.get("memory", "") or ""),
+            memory_request=str(requests.get("memory", "") or ""),
+            cpu_limit=str(limits.get("cpu", "") or ""),
+        )
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class PodView:
+    namespace: str
+    name: str
+    phase: str = ""
+    containers: tuple[ContainerView, ...] = ()
+    owner_kind: str = ""
+    owner_name: str = ""
+    conditions: tuple[tuple[str, str, str, str], ...] = ()  # (type, status, reason, message)
+    node: str = ""
+
+    @classmethod
+    def parse(cls, p: dict[str, Any]) -> PodView:
+        meta = _get(p, "metadata", default={}) or {}
+        status = _get(p, "status", default={}) if isinstance(_get(p, "status"), dict) else {}
+        spec = _get(p, "spec", default={}) or {}
+        specs = {c.get("name"): c for c in _get(spec, "containers", default=[]) or [] if isinstance(c, dict)}
+        raw = _get(p, "containers", default=None)
+        if not (
+            isinstance(raw, list)
+            and raw
+            and isinstance(raw[0], dict)
+            and ("state" in raw[0] or "ready" in raw[0])
+        ):
+            raw = _get(status, "containerStatuses", "container_statuses", default=None) or raw or []
+        if not raw:
+            raw = [{"name": n} for n in specs]  # not started yet: the spec is all there is
+        containers = tuple(
+            ContainerView.parse(c, specs.get(c.get("name"))) for c in raw if isinstance(c, dict)
+        )
+        owner = _get(p, "owner", default=None)
+        okind = oname = ""
+        if isinstance(owner, dict):
+            okind, oname = str(owner.get("kind", "")), str(owner.get("name", ""))
+        elif isinstance(owner, str) and "/" in owner:
+            okind, _, oname = owner.partition("/")
+            okind, oname = okind, oname.split("/")[-1]
+        else:
+            refs = _get(meta, "ownerReferences", default=[]) or []
+            if refs and isinstance(refs[0], dict):
+                okind, oname = str(refs[0].get("kind", "")), str(refs[0].get("name", ""))
+        conds_raw = _get(p, "conditions", default=None) or _get(status, "conditions", default=[]) or []
+        conds = tuple(
+            (
+                str(c.get("type", "")),
+                str(c.get("status", "")),
+                str(c.get("reason", "") or ""),
+                str(c.get("message", "") or ""),
+            )
+            for c in conds_raw
+            if isinstance(c, dict)
+        )
+        return cls(
+            namespace=str(_get(p, "namespace", default="") or _get(meta, "namespace", default="")),
+            name=str(_get(p, "name", default="") or _get(meta, "name", default="")),
+            phase=str(_get(p, "phase", default="") or _get(status, "phase", default="")),
+            containers=containers,
+            owner_kind=okind,
+            owner_name=oname,
+            conditions=conds,
+            node=str(
+                _get(p, "node", "node_name", "nodeName", default="") or _get(spec, "nodeName", default="")
+            ),
+        )
+
+    @property
+    def restarts(self) -> int:
+        return sum(c.restart_count for c in self.containers)
+
+    @property
+    def healthy(self) -> bool:
+        if self.phase == "Succeeded":
+            return True
+        if self.phase != "Running":
+            return False
+        return all(c.ready for c in self.containers) if self.containers else False
+
+    @property
+    def workload(self) -> tuple[str, str]:
+        """(kind, name) of the owning workload, ReplicaSets and Jobs folded into their parents."""
+        kind, name = self.owner_kind, self.owner_name
+        if kind == "ReplicaSet":
+            m = re.match(r"^(.*)-[a-z0-9]{6,10}$", name)
+            return ("Deployment", m.group(1) if m else name)
+        if kind == "Job":
+            m = re.match(r"^(.*)-\d{6,}$", name)
+            return ("CronJob", m.group(1)) if m else ("Job", name)
+        if kind:
+            return (kind, name)
+        return ("Pod", self.name)
+
+
+@dataclass(frozen=True)
+class EventView:
+    namespace: str
+    type: str
+    reason: str
+    message: str
+    object_kind: str = ""
+    object_name: str = ""
+    count: int = 1
+
+    @classmethod
+    def parse(cls, e: dict[str, Any]) -> EventView:
+        meta = _get(e, "metadata", default={}) or {}
+        io = _get(e, "involved_object", "involvedObject", "object", "regarding", default={}) or {}
+        if isinstance(io, str):
+            kind, _, name = io.partition("/")
+            io = {"kind": kind, "name": name.split("/")[-1]}
+        return cls(
+            namespace=str(_get(e, "namespace", default="") or _get(meta, "namespace", default="")),
+            type=str(_get(e, "type", default="") or ""),
+            reason=str(_get(e, "reason", default="") or ""),
+            message=str(_get(e, "message", "note", default="") or ""),
+            object_kind=str(_get(e, "involved_object_kind", default="") or _get(io, "kind", default="")),
+            object_name=str(_get(e, "involved_object_name", default="") or _get(io, "name", default="")),
+            count=int(_get(e, "count", default=1) or 1),
+        )
+
+
+@dataclass(frozen=True)
+class WorkloadView:
+    namespace: str
+    kind: str
+    name: str
+    replicas: int | None = None
+    ready: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, w: dict[str, Any]) -> WorkloadView:
+        meta = _get(w, "metadata", default={}) or {}
+        status = _get(w, "status", default={}) if isinstance(_get(w, "status"), dict) else {}
+        return cls(
+            namespace=str(_get(w, "namespace", default="") or _get(meta, "namespace", default="")),
+            kind=str(_get(w, "kind", default="")),
+            name=str(_get(w, "name", default="") or _get(meta, "name", default="")),
+            replicas=_int(_get(w, "replicas", "desired", default=None)),
+            ready=_int(
+                _get(w, "ready", "ready_replicas", "readyReplicas", default=None)
+                or _get(status, "readyReplicas", default=None)
+            ),
+        )

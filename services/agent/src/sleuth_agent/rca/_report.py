@@ -1,0 +1,199 @@
+"""Report: findings → the result JSON of DESIGN §3 and its Markdown answer
+(Problem → Root cause → Evidence → Actions). Only evidence from this run is cited."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from sleuth_agent.rca._analyse import ClusterOutcome, Finding
+from sleuth_agent.rca._evidence import EvidenceLog
+from sleuth_common.messages import Action, Candidate, InvestigationResult, RootCause
+
+__all__ = ["build_result", "fill", "simple_result"]
+
+
+class _Vars(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def fill(template: str, variables: Mapping[str, str]) -> str:
+    try:
+        return template.format_map(_Vars(variables))
+    except (ValueError, IndexError):
+        return template
+
+
+def simple_result(status: str, answer: str, **kw: object) -> InvestigationResult:
+    return InvestigationResult(status=status, answer_markdown=answer, **kw)  # type: ignore[arg-type]
+
+
+def _summary(f: Finding) -> str:
+    if f.match is None:
+        pod, c = f.obs.representative()
+        state = (c.reason or c.state) if c else (pod.phase if pod else "unknown")
+        return (
+            f"{f.obs.resource} is not healthy ({state}), but what was collected does not match a known "
+            "failure signature."
+        )
+    return fill(f.match.signature.summary, f.variables)
+
+
+def _actions(f: Finding) -> list[Action]:
+    if f.match is None:
+        return []
+    return [
+        Action(text=fill(a.get("text", ""), f.variables), command=fill(a.get("command", ""), f.variables))
+        for a in f.match.signature.actions
+    ]
+
+
+def build_result(
+    outcomes: Sequence[ClusterOutcome],
+    log: EvidenceLog,
+    *,
+    scope_text: str,
+    notes: Sequence[str] = (),
+    extra_unavailable: Sequence[str] = (),
+    cluster_wide: bool = False,
+) -> InvestigationResult:
+    findings = sorted((f for o in outcomes for f in o.findings), key=lambda f: -f.score)
+    examined = [ns for o in outcomes for ns in o.namespaces]
+    refused = list(dict.fromkeys(w for o in outcomes for w in o.access_refused))
+    unavailable = tuple(dict.fromkeys([*extra_unavailable, *log.unavailable]))
+    withheld = tuple(log.withheld_notes())
+    common = {
+        "evidence": tuple(log.items),
+        "withheld": withheld,
+        "unavailable": unavailable,
+        "tool_calls": log.calls,
+    }
+    lead = [*notes]
+    if refused:
+        lead.append("You do not have access to namespace " + ", ".join(refused) + ".")
+
+    if not examined and refused:
+        answer = _md([*lead, f"You can read: {scope_text}."], [], log, unavailable, withheld)
+        return InvestigationResult(status="denied", answer_markdown=answer, **common)  # type: ignore[arg-type]
+    if any(o.unresolved for o in outcomes) and not findings:
+        if cluster_wide:
+            text = "I could not find a workload matching the name in your question."
+            return InvestigationResult(
+                status="insufficient_evidence",
+                answer_markdown=_md([*lead, text], [], log, unavailable, withheld),
+                **common,  # type: ignore[arg-type]
+            )
+        text = (
+            "I could not find the workload you asked about in the namespaces you can read "
+            f"({scope_text}). It may not exist, or it may be in a namespace you do not have access to."
+        )
+        return InvestigationResult(
+            status="denied",
+            answer_markdown=_md([*lead, text], [], log, unavailable, withheld),
+            **common,  # type: ignore[arg-type]
+        )
+    if any(o.ambiguous for o in outcomes) and not findings:
+        text = "The name in your question matches more than one workload; please name the workload exactly."
+        return InvestigationResult(
+            status="insufficient_evidence",
+            answer_markdown=_md([*lead, text], [], log, unavailable, withheld),
+            **common,  # type: ignore[arg-type]
+        )
+
+    if not findings:
+        healthy = [o for out in outcomes for o in out.healthy]
+        where = ", ".join(examined) or scope_text
+        if healthy and not log.unavailable:
+            names = ", ".join(sorted(f"{o.kind}/{o.name}" for o in healthy)[:10])
+            text = f"Nothing is failing in {where}: every pod of {names} is running and ready."
+            cite = [e for o in outcomes for e in o.namespace_evidence]
+            rc = RootCause(
+                family="healthy", resource="", summary=text, confidence="high" if cite else "medium"
+            )
+            answer = _md([*lead, f"**Status:** {text} " + _refs(cite)], [], log, unavailable, withheld)
+            return InvestigationResult(status="healthy", root_cause=rc, answer_markdown=answer, **common)  # type: ignore[arg-type]
+        text = f"I found nothing failing in {where}, but the evidence is incomplete" + (
+            " (some sources did not answer)." if unavailable else "."
+        )
+        return InvestigationResult(
+            status="insufficient_evidence",
+            answer_markdown=_md([*lead, text], [], log, unavailable, withheld),
+            **common,  # type: ignore[arg-type]
+        )
+
+    top = findings[0]
+    matched = [f for f in findings if f.match is not None]
+    status = "diagnosed" if matched else "insufficient_evidence"
+    primary = matched[0] if matched else top
+    rc = RootCause(
+        family=primary.family,
+        resource=primary.obs.resource,
+        summary=_summary(primary),
+        confidence=primary.confidence,
+    )  # type: ignore[arg-type]
+    others = [f for f in findings if f is not primary]
+    candidates = tuple(Candidate(family=f.family, resource=f.obs.resource, score=f.score) for f in others)
+    actions: list[Action] = _actions(primary)
+    for f in others:
+        actions.extend(_actions(f)[:1])
+    failing = ", ".join(f.obs.name for f in findings)
+    where = ", ".join(dict.fromkeys(f.obs.namespace for f in findings))
+    problem = (
+        f"**Problem:** {len(findings)} workloads in {where} are failing: {failing}."
+        if len(findings) > 1
+        else f"**Problem:** {primary.obs.resource} is failing."
+    )
+    sections = [
+        f"**Root cause** ({primary.family}, confidence {primary.confidence}): {_summary(primary)} "
+        + _refs(primary.evidence)
+    ]
+    for f in others:
+        sections.append(
+            f"**Also failing** — {f.obs.resource} ({f.family}, confidence {f.confidence}): "
+            f"{_summary(f)} " + _refs(f.evidence)
+        )
+    answer = _md([*lead, problem, *sections], actions, log, unavailable, withheld)
+    return InvestigationResult(
+        status=status,
+        root_cause=rc,
+        candidates=candidates,
+        actions=tuple(actions),  # type: ignore[arg-type]
+        answer_markdown=answer,
+        **common,  # type: ignore[arg-type]
+    )
+
+
+def _refs(ids: Sequence[str]) -> str:
+    return f"[{', '.join(ids)}]" if ids else ""
+
+
+def _md(
+    paragraphs: Sequence[str],
+    actions: Sequence[Action],
+    log: EvidenceLog,
+    unavailable: Sequence[str],
+    withheld: Sequence[str],
+) -> str:
+    parts = [p for p in paragraphs if p]
+    if log.items:
+        parts.append("**Evidence**")
+        lines = []
+        for e in log.items:
+            line = f"- **{e.id}** `{e.command or e.tool}` — {e.summary}"
+            if e.highlights:
+                line += "; " + "; ".join(f"`{h}`" for h in e.highlights)
+            lines.append(line)
+        parts.append("\n".join(lines))
+    if actions:
+        parts.append("**Actions**")
+        parts.append(
+            "\n".join(
+                f"{i}. {a.text}" + (f"\n   `{a.command}`" if a.command else "")
+                for i, a in enumerate(actions, 1)
+            )
+        )
+    if withheld:
+        parts.append("**Not shown:** " + "; ".join(withheld) + ".")
+    if unavailable:
+        parts.append("**Unavailable:** " + "; ".join(unavailable))
+    return "\n\n".join(parts)
