@@ -147,7 +147,9 @@ def test_owner_references_resolve(objects):
     for fname, obj in objects:
         for ref in obj["metadata"].get("ownerReferences", []):
             owner = index.get((ref["kind"], obj["metadata"].get("namespace", ""), ref["name"]))
-            assert owner is not None, f"{fname}: {obj['metadata']['name']} owner {ref['kind']}/{ref['name']} missing"
+            assert owner is not None, (
+                f"{fname}: {obj['metadata']['name']} owner {ref['kind']}/{ref['name']} missing"
+            )
             assert owner["metadata"]["uid"] == ref["uid"]
 
 

@@ -49,7 +49,14 @@ def kubectl_for(tool: str, args: Mapping[str, Any]) -> str:
             cmd += f" --field-selector {_q(','.join(sel))}"
         return cmd + " --sort-by=.lastTimestamp"
     if tool == "list_workloads":
-        kinds = args.get("kinds") or ["deployments", "statefulsets", "daemonsets", "replicasets", "jobs", "cronjobs"]
+        kinds = args.get("kinds") or [
+            "deployments",
+            "statefulsets",
+            "daemonsets",
+            "replicasets",
+            "jobs",
+            "cronjobs",
+        ]
         return f"kubectl get {_q(','.join(kinds))}{ns} -o wide"
     if tool == "list_services":
         return f"kubectl get services,endpoints{ns} -o wide"

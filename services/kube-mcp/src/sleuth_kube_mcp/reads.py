@@ -152,7 +152,9 @@ class KubeReader:
         async def one(plural: str) -> tuple[str, dict[str, Any] | KubeApiError]:
             root, _kind = shaping.WORKLOAD_KINDS[plural]
             try:
-                return plural, await self.client.get_json(f"{root}/namespaces/{namespace}/{plural}", None, token)
+                return plural, await self.client.get_json(
+                    f"{root}/namespaces/{namespace}/{plural}", None, token
+                )
             except KubeApiError as e:
                 return plural, e
 
@@ -161,7 +163,9 @@ class KubeReader:
         errors: list[dict[str, Any]] = []
         for plural, res in results:
             if isinstance(res, KubeApiError):
-                errors.append({"kind": plural, "code": res.code, "reason": res.reason, "message": res.message})
+                errors.append(
+                    {"kind": plural, "code": res.code, "reason": res.reason, "message": res.message}
+                )
                 continue
             kind = shaping.WORKLOAD_KINDS[plural][1]
             items = sorted(res.get("items") or [], key=lambda o: str((o.get("metadata") or {}).get("name")))
@@ -180,19 +184,21 @@ class KubeReader:
         endpoints: dict[str, Any] | None
         try:
             eps = await self.client.get_json(f"/api/v1/namespaces/{namespace}/endpoints", None, token)
-            endpoints = {(e.get("metadata") or {}).get("name"): e for e in eps.get("items") or []}
+            endpoints = {str((e.get("metadata") or {}).get("name")): e for e in eps.get("items") or []}
         except KubeApiError as e:
             log.info("endpoints unreadable in %s: %s", namespace, e.code)
             endpoints = None
         records = []
         for s in sorted(svcs.get("items") or [], key=lambda o: str((o.get("metadata") or {}).get("name"))):
-            name = (s.get("metadata") or {}).get("name")
+            name = str((s.get("metadata") or {}).get("name"))
             ep = None if endpoints is None else endpoints.get(name, {})
             records.append(shaping.service_record(s, ep))
         return _listing(namespace, "services", records, self.max_items)
 
     async def list_pvcs(self, namespace: str, token: str | None = None) -> dict[str, Any]:
-        data = await self.client.get_json(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", None, token)
+        data = await self.client.get_json(
+            f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", None, token
+        )
         items = sorted(data.get("items") or [], key=lambda o: str((o.get("metadata") or {}).get("name")))
         return _listing(namespace, "pvcs", [shaping.pvc_record(p) for p in items], self.max_items)
 
@@ -260,7 +266,9 @@ class KubeReader:
         k = await self.resolve_kind(kind, token)
         if k.namespaced and not namespace:
             raise BadRequest(f"{k.kind} is a namespaced kind: pass the namespace")
-        obj = await self.client.get_json(k.object_path(name, namespace if k.namespaced else None), None, token)
+        obj = await self.client.get_json(
+            k.object_path(name, namespace if k.namespaced else None), None, token
+        )
         obj.setdefault("kind", k.kind)
         obj.setdefault("apiVersion", k.api_version)
         return shaping.clean_object(obj)

@@ -40,7 +40,9 @@ TOOL_NAMES = (
 Namespace = Annotated[str, Field(description="Kubernetes namespace to read, e.g. team-a.", min_length=1)]
 PodName = Annotated[str, Field(description="Pod name, e.g. checkout-api-7d9f8c6b5d-x2k4p.", min_length=1)]
 
-_READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 _JSON = "Returns JSON text."
 
 DESCRIPTIONS = {
@@ -75,7 +77,7 @@ DESCRIPTIONS = {
         "List the Kubernetes events of one namespace, newest first: type (Normal/Warning), reason "
         "(BackOff, Failed, FailedScheduling, Unhealthy, OOMKilling...), message, count, first/last "
         "timestamp, involved_object (kind, name) and source. Filter with involved_object_name "
-        "(a pod, deployment... name), involved_object_kind and types (e.g. [\"Warning\"]). Use it to "
+        '(a pod, deployment... name), involved_object_kind and types (e.g. ["Warning"]). Use it to '
         "learn what the scheduler and kubelet said about a failing object (image pull errors, missing "
         'configmaps, insufficient resources, probe failures). Result: {"namespace", "count", '
         '"events": [...], "omitted"?}. ' + _JSON
@@ -155,7 +157,9 @@ def _caller_token(ctx: Context, accept: bool) -> str | None:
     return None
 
 
-def register_tools(server: MCPServer, reader: KubeReader, metrics: Metrics, accept_caller_token: bool) -> None:
+def register_tools(
+    server: MCPServer, reader: KubeReader, metrics: Metrics, accept_caller_token: bool
+) -> None:
     """Add the ten read-only tools to ``server``."""
 
     async def run(
@@ -212,7 +216,9 @@ def register_tools(server: MCPServer, reader: KubeReader, metrics: Metrics, acce
         namespace: Namespace,
         name: PodName,
         ctx: Context,
-        container: Annotated[str, Field(description="Container name; default: the pod's first container.")] = "",
+        container: Annotated[
+            str, Field(description="Container name; default: the pod's first container.")
+        ] = "",
         previous: Annotated[
             bool, Field(description="Read the previous (crashed) instance of the container.")
         ] = False,
@@ -260,42 +266,57 @@ def register_tools(server: MCPServer, reader: KubeReader, metrics: Metrics, acce
             "list_events",
             args,
             ctx,
-            lambda t: reader.list_events(namespace, involved_object_name, involved_object_kind, list(types or []), t),
+            lambda t: reader.list_events(
+                namespace, involved_object_name, involved_object_kind, list(types or []), t
+            ),
         )
 
     async def list_workloads(
         namespace: Namespace,
         ctx: Context,
         kinds: Annotated[
-            list[Literal["deployments", "statefulsets", "daemonsets", "replicasets", "jobs", "cronjobs"]] | None,
+            list[Literal["deployments", "statefulsets", "daemonsets", "replicasets", "jobs", "cronjobs"]]
+            | None,
             Field(description="Only these kinds; default all six."),
         ] = None,
     ) -> CallToolResult:
         args = {"namespace": namespace, "kinds": list(kinds or [])}
         return await run(
-            "list_workloads", args, ctx, lambda t: reader.list_workloads(namespace, list(kinds or []) or None, t)
+            "list_workloads",
+            args,
+            ctx,
+            lambda t: reader.list_workloads(namespace, list(kinds or []) or None, t),
         )
 
     async def list_services(namespace: Namespace, ctx: Context) -> CallToolResult:
-        return await run("list_services", {"namespace": namespace}, ctx, lambda t: reader.list_services(namespace, t))
+        return await run(
+            "list_services", {"namespace": namespace}, ctx, lambda t: reader.list_services(namespace, t)
+        )
 
     async def list_pvcs(namespace: Namespace, ctx: Context) -> CallToolResult:
         return await run("list_pvcs", {"namespace": namespace}, ctx, lambda t: reader.list_pvcs(namespace, t))
 
     async def list_quotas(namespace: Namespace, ctx: Context) -> CallToolResult:
-        return await run("list_quotas", {"namespace": namespace}, ctx, lambda t: reader.list_quotas(namespace, t))
+        return await run(
+            "list_quotas", {"namespace": namespace}, ctx, lambda t: reader.list_quotas(namespace, t)
+        )
 
     async def list_nodes(ctx: Context) -> CallToolResult:
         return await run("list_nodes", {}, ctx, lambda t: reader.list_nodes(t))
 
     async def get_resource(
         kind: Annotated[
-            str, Field(description="Kind, plural or short name: Deployment, configmaps, cm, pvc, hpa...", min_length=1)
+            str,
+            Field(
+                description="Kind, plural or short name: Deployment, configmaps, cm, pvc, hpa...",
+                min_length=1,
+            ),
         ],
         name: Annotated[str, Field(description="Object name.", min_length=1)],
         ctx: Context,
         namespace: Annotated[
-            str, Field(description="Namespace; required for namespaced kinds, ignored for cluster-scoped ones.")
+            str,
+            Field(description="Namespace; required for namespaced kinds, ignored for cluster-scoped ones."),
         ] = "",
     ) -> CallToolResult:
         args = {"kind": kind, "name": name, "namespace": namespace}

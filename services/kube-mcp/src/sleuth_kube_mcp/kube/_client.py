@@ -126,10 +126,14 @@ class KubeClient:
                     truncated = True
         except httpx.TimeoutException as e:
             self._count(0)
-            raise KubeUnavailable(f"GET {path}: the Kubernetes API did not answer within {self.timeout:g}s") from e
+            raise KubeUnavailable(
+                f"GET {path}: the Kubernetes API did not answer within {self.timeout:g}s"
+            ) from e
         except httpx.HTTPError as e:
             self._count(0)
-            raise KubeUnavailable(f"GET {path}: cannot reach the Kubernetes API at {self.access.server}: {e}") from e
+            raise KubeUnavailable(
+                f"GET {path}: cannot reach the Kubernetes API at {self.access.server}: {e}"
+            ) from e
         self._count(resp.status_code)
         if resp.status_code >= 400:
             raise _status_error(resp, bytes(buf), path)

@@ -80,7 +80,15 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
     _k("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
     _k("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, "pc"),
     _k("coordination.k8s.io", "v1", "leases", "Lease", True),
-    _k("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, "crd", "crds"),
+    _k(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+        "crd",
+        "crds",
+    ),
 )
 
 

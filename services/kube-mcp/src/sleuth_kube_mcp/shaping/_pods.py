@@ -132,7 +132,10 @@ def _env(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
             if "secretKeyRef" in vf:
                 ref = {"secret": vf["secretKeyRef"].get("name"), "key": vf["secretKeyRef"].get("key")}
             elif "configMapKeyRef" in vf:
-                ref = {"config_map": vf["configMapKeyRef"].get("name"), "key": vf["configMapKeyRef"].get("key")}
+                ref = {
+                    "config_map": vf["configMapKeyRef"].get("name"),
+                    "key": vf["configMapKeyRef"].get("key"),
+                }
             elif "fieldRef" in vf:
                 ref = {"field": vf["fieldRef"].get("fieldPath")}
             elif "resourceFieldRef" in vf:
@@ -153,11 +156,25 @@ def _env_from(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     out = []
     for e in spec.get("envFrom") or []:
         if "configMapRef" in e:
-            out.append(compact({"config_map": e["configMapRef"].get("name"), "prefix": e.get("prefix"),
-                                "optional": e["configMapRef"].get("optional")}))
+            out.append(
+                compact(
+                    {
+                        "config_map": e["configMapRef"].get("name"),
+                        "prefix": e.get("prefix"),
+                        "optional": e["configMapRef"].get("optional"),
+                    }
+                )
+            )
         elif "secretRef" in e:
-            out.append(compact({"secret": e["secretRef"].get("name"), "prefix": e.get("prefix"),
-                                "optional": e["secretRef"].get("optional")}))
+            out.append(
+                compact(
+                    {
+                        "secret": e["secretRef"].get("name"),
+                        "prefix": e.get("prefix"),
+                        "optional": e["secretRef"].get("optional"),
+                    }
+                )
+            )
     return out
 
 
@@ -167,7 +184,12 @@ def _probe(p: Mapping[str, Any] | None) -> dict[str, Any] | None:
     handler: dict[str, Any] = {}
     if "httpGet" in p:
         h = p["httpGet"]
-        handler = {"type": "http", "path": h.get("path", "/"), "port": h.get("port"), "scheme": h.get("scheme")}
+        handler = {
+            "type": "http",
+            "path": h.get("path", "/"),
+            "port": h.get("port"),
+            "scheme": h.get("scheme"),
+        }
     elif "tcpSocket" in p:
         handler = {"type": "tcp", "port": p["tcpSocket"].get("port")}
     elif "exec" in p:
@@ -196,10 +218,18 @@ def _volume(v: Mapping[str, Any]) -> dict[str, Any]:
         ("nfs", "path", "nfs"),
     ):
         if key in v:
-            return compact({"name": name, "type": label, "source": (v[key] or {}).get(src_key),
-                            "optional": (v[key] or {}).get("optional")})
+            return compact(
+                {
+                    "name": name,
+                    "type": label,
+                    "source": (v[key] or {}).get(src_key),
+                    "optional": (v[key] or {}).get("optional"),
+                }
+            )
     if "emptyDir" in v:
-        return compact({"name": name, "type": "empty_dir", "size_limit": (v["emptyDir"] or {}).get("sizeLimit")})
+        return compact(
+            {"name": name, "type": "empty_dir", "size_limit": (v["emptyDir"] or {}).get("sizeLimit")}
+        )
     if "projected" in v:
         sources = []
         for s in (v["projected"] or {}).get("sources") or []:
@@ -228,16 +258,31 @@ def pod_detail(pod: Mapping[str, Any]) -> dict[str, Any]:
                     {
                         "command": s.get("command"),
                         "args": s.get("args"),
-                        "ports": [compact({"name": p.get("name"), "container_port": p.get("containerPort"),
-                                           "protocol": p.get("protocol")}) for p in s.get("ports") or []],
+                        "ports": [
+                            compact(
+                                {
+                                    "name": p.get("name"),
+                                    "container_port": p.get("containerPort"),
+                                    "protocol": p.get("protocol"),
+                                }
+                            )
+                            for p in s.get("ports") or []
+                        ],
                         "env": _env(s),
                         "env_from": _env_from(s),
                         "liveness_probe": _probe(s.get("livenessProbe")),
                         "readiness_probe": _probe(s.get("readinessProbe")),
                         "startup_probe": _probe(s.get("startupProbe")),
-                        "volume_mounts": [compact({"name": m.get("name"), "mount_path": m.get("mountPath"),
-                                                   "read_only": m.get("readOnly")})
-                                          for m in s.get("volumeMounts") or []],
+                        "volume_mounts": [
+                            compact(
+                                {
+                                    "name": m.get("name"),
+                                    "mount_path": m.get("mountPath"),
+                                    "read_only": m.get("readOnly"),
+                                }
+                            )
+                            for m in s.get("volumeMounts") or []
+                        ],
                         "image_pull_policy": s.get("imagePullPolicy"),
                     }
                 )

@@ -40,7 +40,9 @@ def event_record(ev: Mapping[str, Any]) -> dict[str, Any]:
     meta = ev.get("metadata") or {}
     io = ev.get("involvedObject") or ev.get("regarding") or {}
     src = ev.get("source") or {}
-    source = ", ".join(x for x in (src.get("component") or ev.get("reportingComponent") or "", src.get("host") or "") if x)
+    source = ", ".join(
+        x for x in (src.get("component") or ev.get("reportingComponent") or "", src.get("host") or "") if x
+    )
     first = ev.get("firstTimestamp") or ev.get("eventTime") or meta.get("creationTimestamp")
     return compact(
         {
@@ -78,7 +80,9 @@ def _addresses(items: list[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
                 {
                     "ip": a.get("ip"),
                     "pod": ref.get("name") if ref.get("kind") == "Pod" else None,
-                    "target": None if ref.get("kind") in (None, "Pod") else f"{ref.get('kind')}/{ref.get('name')}",
+                    "target": None
+                    if ref.get("kind") in (None, "Pod")
+                    else f"{ref.get('kind')}/{ref.get('name')}",
                     "node": a.get("nodeName"),
                 }
             )
@@ -202,8 +206,10 @@ def node_record(node: Mapping[str, Any]) -> dict[str, Any]:
             "ready": ready,
             "unschedulable": bool(spec.get("unschedulable", False)),
             "roles": sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/")),
-            "taints": [compact({"key": t.get("key"), "value": t.get("value"), "effect": t.get("effect")})
-                       for t in spec.get("taints") or []],
+            "taints": [
+                compact({"key": t.get("key"), "value": t.get("value"), "effect": t.get("effect")})
+                for t in spec.get("taints") or []
+            ],
             "conditions": conditions(conds),
             "allocatable": dict(status.get("allocatable") or {}),
             "capacity": dict(status.get("capacity") or {}),

@@ -19,12 +19,17 @@ WORKLOAD_KINDS: dict[str, tuple[str, str]] = {
     "cronjobs": ("/apis/batch/v1", "CronJob"),
 }
 _ALIASES = {
-    "deployment": "deployments", "deploy": "deployments",
-    "statefulset": "statefulsets", "sts": "statefulsets",
-    "daemonset": "daemonsets", "ds": "daemonsets",
-    "replicaset": "replicasets", "rs": "replicasets",
+    "deployment": "deployments",
+    "deploy": "deployments",
+    "statefulset": "statefulsets",
+    "sts": "statefulsets",
+    "daemonset": "daemonsets",
+    "ds": "daemonsets",
+    "replicaset": "replicasets",
+    "rs": "replicasets",
     "job": "jobs",
-    "cronjob": "cronjobs", "cj": "cronjobs",
+    "cronjob": "cronjobs",
+    "cj": "cronjobs",
 }
 
 
@@ -60,7 +65,10 @@ def _resources(pod_spec: Mapping[str, Any]) -> dict[str, Any]:
     out = {}
     for c in pod_spec.get("containers") or []:
         r = c.get("resources") or {}
-        out[str(c.get("name"))] = {"requests": dict(r.get("requests") or {}), "limits": dict(r.get("limits") or {})}
+        out[str(c.get("name"))] = {
+            "requests": dict(r.get("requests") or {}),
+            "limits": dict(r.get("limits") or {}),
+        }
     return out
 
 
