@@ -231,9 +231,14 @@ class KubeReader:
             await self._discover(token)
             found = self.kinds.discovered(kind)
         if found is None:
+            hint = (
+                ""
+                if self.kinds.has_discovery
+                else " (API discovery did not answer, so only built-in kinds are known)"
+            )
             raise BadRequest(
                 f"unknown kind {kind!r}: use a Kind, plural or short name known to the cluster "
-                "(e.g. Deployment, deployments, deploy, ConfigMap, cm, pvc)"
+                f"(e.g. Deployment, deployments, deploy, ConfigMap, cm, pvc){hint}"
             )
         return found
 
