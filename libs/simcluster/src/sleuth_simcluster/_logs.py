@@ -81,7 +81,7 @@ def pod_log(logs: Logs, pod: Obj, params: Mapping[str, str], now: datetime) -> s
         cutoff = parse_time(params["sinceTime"])
     entries: list[tuple[str, str]] = []  # (line with timestamp, line without)
     for line in lines:
-        stamp, sep, rest = line.partition(" ")
+        stamp, _sep, rest = line.partition(" ")
         ts = parse_time(stamp) if "T" in stamp else None
         if ts is None:
             entries.append((line, line))

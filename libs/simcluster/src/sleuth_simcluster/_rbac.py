@@ -143,7 +143,7 @@ class Authorizer:
         croles = {name: list(rules) for name, rules in _BOOTSTRAP_ROLES.items()}
         croles.update({_meta(r, "name"): list(r.get("rules") or ()) for r in cluster_roles})
         nroles = {(_meta(r, "namespace"), _meta(r, "name")): list(r.get("rules") or ()) for r in roles}
-        crbs = [
+        crbs: list[Obj] = [
             {"metadata": {"name": name}, "roleRef": {"kind": "ClusterRole", "name": name},
              "subjects": [{"kind": "Group", "name": g} for g in groups]}
             for name, groups in _BOOTSTRAP_BINDINGS

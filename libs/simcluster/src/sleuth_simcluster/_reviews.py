@@ -39,7 +39,8 @@ def identity_groups(user: User) -> tuple[str, ...]:
 
 
 def _attributes(kind: str, spec: Obj, user: str, groups: tuple[str, ...], namespace: str | None) -> Attributes:
-    ra, nra = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+    ra: Obj = spec.get("resourceAttributes") or {}
+    nra: Obj = spec.get("nonResourceAttributes") or {}
     if bool(ra) == bool(nra):
         raise invalid(kind, AUTHZ, "spec.resourceAttributes",
                       "exactly one of nonResourceAttributes or resourceAttributes must be specified")

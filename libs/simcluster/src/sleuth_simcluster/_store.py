@@ -6,16 +6,19 @@ import logging
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from ._convert import event_to_core, hpa_v1_to_v2
 from ._registry import RESOURCES, preferred, storage_for
+from ._timefmt import parse_time
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 StorageKey = tuple[str, str]
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _UID_NAMESPACE = uuid.UUID("6f1d2c1e-5b0a-4d39-9a6e-2f1bb1a0c0de")
 
 
@@ -66,9 +69,13 @@ class Store:
     def seal(self) -> None:
         """Finish loading: namespaces for every namespace used, event uids, stable ordering."""
         used = {ns for key, by_ns in self._by_ns.items() for ns, objs in by_ns.items() if ns and objs}
+        stamps = [o["metadata"]["creationTimestamp"] for objs in self._objects.values() for o in objs.values()
+                  if isinstance(o["metadata"].get("creationTimestamp"), str)]
+        oldest = {"creationTimestamp": min(stamps, key=lambda t: parse_time(t) or _EPOCH)} if stamps else {}
         for ns in sorted(used | {"default"}):
             if ("", ns) not in self._objects[("", "namespaces")]:
-                self.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns},
+                # a namespace the snapshot left out: as old as the oldest object, so AGE reads sensibly
+                self.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, **oldest},
                           "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
         for event in self.list(("", "events")):
             ref = event.get("involvedObject")

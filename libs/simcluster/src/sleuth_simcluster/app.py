@@ -20,7 +20,15 @@ from ._rbac import Attributes, Authorizer
 from ._registry import REVIEW_KINDS, Resource, lookup
 from ._reviews import identity_groups, parse_body, review
 from ._selectors import SelectorError, fields_match, labels_match, parse_field_selector, parse_label_selector
-from ._status import ApiError, bad_request, forbidden, method_not_allowed, not_found, unauthorized, unknown_path
+from ._status import (
+    ApiError,
+    bad_request,
+    forbidden,
+    method_not_allowed,
+    not_found,
+    unauthorized,
+    unknown_path,
+)
 from ._table import table, wants_table
 
 log = logging.getLogger(__name__)
