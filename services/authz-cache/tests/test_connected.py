@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -57,6 +58,20 @@ def sim(snapshot: Path, tmp_path: Path) -> Iterator[object]:
         cluster.stop()
 
 
+@pytest.fixture
+def tenant_scopes(request, sim) -> None:
+    """Tenant scopes need the authz identity to ``list namespaces``; say so if the snapshot does not allow it."""
+    resp = httpx.get(f"{sim.url}/api/v1/namespaces", timeout=5,
+                     verify=ssl.create_default_context(cafile=str(sim.ca_file)),
+                     headers={"Authorization": f"Bearer {sim.token('sleuth-authz')}"})
+    if resp.status_code == 403:
+        request.applymarker(pytest.mark.xfail(
+            strict=True,
+            reason="this snapshot's sleuth-authz ClusterRole lacks `list` on namespaces, which authz-cache needs "
+                   "to resolve per-namespace scopes",
+        ))
+
+
 def stack_config(sim, nats_url: str, redis_url: str, metrics_port: int = 0) -> dict:
     return {
         "nats": {"url": nats_url},
@@ -99,7 +114,7 @@ async def ask_auth(client: NatsBroker, token: str, wait: float = 3.0) -> Authent
     return AuthenticateReply.model_validate_json(msg.body)
 
 
-async def test_scopes_of_the_demo_users(service, client):
+async def test_scopes_of_the_demo_users(service, client, tenant_scopes):
     alice = await ask_scope(client, "alice", ("team-a", "system:authenticated"))
     bob = await ask_scope(client, "bob", ("team-b", "system:authenticated"))
     carol = await ask_scope(client, "carol", ("platform-admins", "system:authenticated"))
@@ -123,7 +138,7 @@ async def test_authenticate_with_tokenreview(service, client):
     assert not bad.authenticated and bad.error == "invalid token"
 
 
-async def test_refresh_then_scope_again(service, client):
+async def test_refresh_then_scope_again(service, client, tenant_scopes):
     await ask_scope(client, "alice", ("team-a",))
     await client.publish(InvalidateRequest(user="alice"), SUBJECTS.authz_invalidate)
     await asyncio.sleep(0.2)  # a publish has no reply; give the replica a moment
@@ -131,7 +146,7 @@ async def test_refresh_then_scope_again(service, client):
     assert not after.cached and after.clusters["demo"].namespaces == ("team-a",)
 
 
-async def test_concurrent_requests_over_nats_collapse(service, client):
+async def test_concurrent_requests_over_nats_collapse(service, client, tenant_scopes):
     replies = await asyncio.gather(*(ask_scope(client, "bob", ("team-b",), wait=5) for _ in range(20)))
     assert {r.clusters["demo"].namespaces for r in replies} == {("team-b",)}
     resolutions = service.metrics.registry.get_sample_value("sleuth_authz_resolve_seconds_count")
