@@ -40,6 +40,7 @@ async def serve(settings: Settings) -> None:
                              settings.authz_cache.metrics_port)
         server_task = asyncio.create_task(server.serve())
     try:
+        log.info("authz-cache connecting to NATS at %s", settings.nats.url)
         start = asyncio.create_task(parts.app.start())
         stopping = asyncio.create_task(stop.wait())
         done, _ = await asyncio.wait({start, stopping}, return_when=asyncio.FIRST_COMPLETED)
