@@ -16,7 +16,7 @@ from sleuth_common.config import ClusterSettings
 from sleuth_common.mcp import ToolResult, kubectl_command
 from sleuth_common.scope import Scope, check_arguments, filter_result, pinned_by_arguments
 
-TOOLS = {"list_pods", "get_pod", "pod_logs", "list_events", "list_workloads", "list_nodes"}
+TOOLS = {"list_pods", "get_pod", "pod_logs", "list_events", "list_workloads", "list_nodes", "get_resource"}
 WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "ReplicaSet"}
 
 
@@ -83,6 +83,11 @@ class SnapshotTools:
             suffix = ".previous.log" if args.get("previous") else ".log"
             f = self.snapshot / "logs" / ns / args["name"] / f"{args.get('container')}{suffix}"
             data = f.read_text() if f.exists() else ""
+        elif tool == "get_resource":
+            found = [o for o in self._of(args["kind"], ns) if o["metadata"]["name"] == args["name"]]
+            if not found:
+                return ToolResult(status="error", error=f'{args["kind"]} "{args["name"]}" not found', **base)
+            data = found[0]
         else:
             data = {"items": self._of("Node", None)}
         text = data if isinstance(data, str) else json.dumps(data)

@@ -27,7 +27,13 @@ SETTINGS = Settings(clusters=[ClusterSettings(name="demo", aliases=["dev"])])
 SCOPES = {
     "alice": ScopeReply(user="alice", clusters={"demo": ClusterScope(namespaces=("team-a",))}),
     "bob": ScopeReply(user="bob", clusters={"demo": ClusterScope(namespaces=("team-b",))}),
-    "carol": ScopeReply(user="carol", clusters={"demo": ClusterScope(cluster_wide=True)}),
+    "carol": ScopeReply(
+        user="carol",
+        clusters={
+            "demo": ClusterScope(namespaces=("default", "kube-system", "team-a", "team-b"), cluster_wide=True)
+        },
+    ),
+    "carol-no-list": ScopeReply(user="carol", clusters={"demo": ClusterScope(cluster_wide=True)}),
     "nobody": ScopeReply(user="nobody"),
 }
 
@@ -111,8 +117,14 @@ async def test_named_workload_and_healthy(demo_snapshot: Path) -> None:
 async def test_carol_sees_both_tenants(demo_snapshot: Path) -> None:
     result = await ask(demo_snapshot, "carol", "why is billing-api failing?")
     assert result.root_cause.family == "missing_config"
-    result = await ask(demo_snapshot, "carol", "what is failing in team-a?")
-    assert result.root_cause.resource == "Deployment/team-a/checkout-api"
+    for who in ("carol", "carol-no-list"):
+        result = await ask(demo_snapshot, who, "what is failing in team-a?")
+        assert result.root_cause.resource == "Deployment/team-a/checkout-api"
+    result = await ask(demo_snapshot, "carol", "what is failing?")
+    assert {"Deployment/team-b/billing-api", "Deployment/team-a/checkout-api"} <= {
+        result.root_cause.resource,
+        *(c.resource for c in result.candidates),
+    }
 
 
 async def test_no_scope_and_broken_sources(demo_snapshot: Path) -> None:

@@ -11,7 +11,7 @@ from sleuth_agent.rca._collect import Collected, Details, Toolbox, collect_detai
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._observe import WorkloadObservation, error_lines, next_memory_limit
 from sleuth_agent.rca._plan import QuestionTerms, mentions, resolve_names
-from sleuth_agent.rca._records import PodView, items_of
+from sleuth_agent.rca._records import PodView
 from sleuth_agent.rca._signatures import Match, load_catalog, match_facts
 from sleuth_agent.settings import AgentSettings
 from sleuth_common.scope import Scope
@@ -84,37 +84,31 @@ async def analyse_cluster(
 ) -> ClusterOutcome:
     out = ClusterOutcome(cluster)
     timeout = settings.tool_timeout
-    all_pods = None
-    if scope.cluster_wide:
-        all_pods = log.record(await tools.call("list_pods", {}, timeout=timeout))
-        known = sorted(
-            {PodView.parse(p).namespace for p in items_of(all_pods.data, "pods")} | set(scope.namespaces)
-        )
-    else:
-        known = sorted(scope.namespaces)
-    known = [ns for ns in known if ns]
+    known = sorted(ns for ns in scope.namespaces if ns)
+    if scope.cluster_wide and not known:
+        # No namespace list came with the scope: verify the words of the question instead.
+        for word in dict.fromkeys([*terms.namespace_claims, *terms.names]):
+            r = log.record(
+                await tools.call("get_resource", {"kind": "Namespace", "name": word}, timeout=timeout)
+            )
+            if r.ok:
+                known.append(word)
     named_ns = [ns for ns in known if mentions(terms.text, ns)]
     out.access_refused = [w for w in terms.namespace_claims if w not in known and not scope.cluster_wide]
     if named_ns:
         targets = named_ns
     elif out.access_refused:
         return out  # the question is only about namespaces the caller cannot read
-    elif scope.cluster_wide and all_pods is not None:
-        unhealthy = {
-            p.namespace for p in (PodView.parse(x) for x in items_of(all_pods.data, "pods")) if not p.healthy
-        }
-        targets = [ns for ns in known if ns in unhealthy and ns not in _PLATFORM] or [
-            ns for ns in known if ns in unhealthy
-        ]
     else:
-        targets = known
+        # Tenants first, platform namespaces last (they are cut first when there are too many).
+        targets = sorted(known, key=lambda ns: (ns in _PLATFORM or ns.startswith("kube-"), ns))
     out.skipped_namespaces = max(0, len(targets) - settings.max_namespaces)
     targets = targets[: settings.max_namespaces]
     out.namespaces = targets
     await progress("target", f"looking at {len(targets)} namespace(s) on {cluster}: {', '.join(targets)}")
 
     await progress("collecting", "reading pods, workloads and events")
-    got: Collected = await collect_namespaces(tools, log, targets, timeout, all_pods=all_pods)
+    got: Collected = await collect_namespaces(tools, log, targets, timeout)
     observations = got.observations()
 
     # Which workloads does the question name?

@@ -87,15 +87,12 @@ async def collect_namespaces(
     log: EvidenceLog,
     namespaces: list[str],
     timeout: float,  # noqa: ASYNC109
-    *,
-    all_pods: ToolResult | None = None,
 ) -> Collected:
     """list_pods, list_workloads and list_events for every namespace, in parallel."""
     got = Collected()
     jobs: list[tuple[str, str, Awaitable[ToolResult]]] = []
     for ns in namespaces:
-        if all_pods is None:
-            jobs.append(("list_pods", ns, _call(tools, log, "list_pods", {"namespace": ns}, timeout)))
+        jobs.append(("list_pods", ns, _call(tools, log, "list_pods", {"namespace": ns}, timeout)))
         jobs.append(("list_workloads", ns, _call(tools, log, "list_workloads", {"namespace": ns}, timeout)))
         jobs.append(("list_events", ns, _call(tools, log, "list_events", {"namespace": ns}, timeout)))
     results = await asyncio.gather(*(j[2] for j in jobs))
@@ -109,12 +106,6 @@ async def collect_namespaces(
             got.workloads[ns] = [WorkloadView.parse(w) for w in items_of(result.data, "workloads")]
         else:
             got.events[ns] = [EventView.parse(e) for e in items_of(result.data, "events")]
-    if all_pods is not None and all_pods.ok:
-        for p in items_of(all_pods.data, "pods"):
-            pod = PodView.parse(p)
-            if pod.namespace in namespaces:
-                got.pods.setdefault(pod.namespace, []).append(pod)
-                got.results[("list_pods", pod.namespace)] = all_pods
     return got
 
 
@@ -143,9 +134,8 @@ async def collect_details(
             tools, log, "list_events", {"namespace": ns, "involved_object_name": pod.name}, timeout
         ),
     }
-    started = pod.phase not in ("Pending", "") and (
-        container is None or container.state != "waiting" or container.restart_count > 0
-    )
+    # A waiting container has no current instance: its "current" log is the previous one again.
+    started = container is not None and container.state in ("running", "terminated")
     if container is not None and (container.restart_count > 0 or container.last_reason):
         calls["previous_log"] = _call(
             tools,

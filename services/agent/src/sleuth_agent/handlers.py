@@ -1,0 +1,165 @@
+"""One job, from the bus's side: resolve scope, run the investigator with progress and audit,
+publish the result once (keyed by job id), audit the outcome (counts only)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+
+from nats.aio.client import Client as Nats
+from nats.errors import Error as NatsError
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+from pydantic import ValidationError
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from sleuth_agent.metrics import Metrics
+from sleuth_agent.rca import investigate
+from sleuth_agent.settings import Settings
+from sleuth_common.mcp import ToolAuditEvent
+from sleuth_common.messages import (
+    InvestigationJob,
+    InvestigationResult,
+    JobProgress,
+    ScopeReply,
+    ScopeRequest,
+)
+from sleuth_common.subjects import Subjects
+
+__all__ = ["AUTHZ_UNAVAILABLE", "JobHandler"]
+
+log = logging.getLogger(__name__)
+
+AUTHZ_UNAVAILABLE = "authorization is unavailable, try again shortly"
+
+
+class ScopeUnavailable(Exception):
+    pass
+
+
+class JobHandler:
+    def __init__(self, nc: Nats, settings: Settings, metrics: Metrics, redis: Redis | None) -> None:
+        self.nc = nc
+        self.settings = settings
+        self.metrics = metrics
+        self.redis = redis
+        self.subjects = Subjects(settings.prefix)
+
+    def _key(self, job_id: str) -> str:
+        return f"{self.settings.prefix}:agent:answered:{job_id}"
+
+    async def already_answered(self, job_id: str) -> bool:
+        if self.redis is None:
+            return False
+        try:
+            return bool(await self.redis.exists(self._key(job_id)))
+        except (RedisError, OSError) as exc:
+            log.warning(
+                "cannot check whether job was answered (%s); answering", exc, extra={"job_id": job_id}
+            )
+            return False
+
+    async def _claim(self, job_id: str) -> bool:
+        """SET NX the answered-mark; False when another delivery already answered this job."""
+        if self.redis is None:
+            return True
+        try:
+            ttl = max(1, int(self.settings.agent.dedupe_ttl))
+            return bool(await self.redis.set(self._key(job_id), "1", nx=True, ex=ttl))
+        except (RedisError, OSError) as exc:
+            # Prefer a possible duplicate answer over none at all.
+            log.warning("cannot mark job answered (%s); publishing anyway", exc, extra={"job_id": job_id})
+            return True
+
+    async def resolve_scope(self, job: InvestigationJob) -> ScopeReply:
+        req = ScopeRequest(user=job.requester.user, groups=job.requester.groups)
+        try:
+            msg = await self.nc.request(
+                self.subjects.authz_scope, req.to_bytes(), timeout=self.settings.authz.request_timeout
+            )
+            return ScopeReply.model_validate_json(msg.data)
+        except (TimeoutError, NatsTimeout, NoRespondersError, NatsError, ValidationError) as exc:
+            raise ScopeUnavailable(type(exc).__name__) from exc
+
+    async def handle(self, job: InvestigationJob) -> InvestigationResult | None:
+        """Investigate and publish. Returns the result, or None when it was already published."""
+        started = time.monotonic()
+        if await self.already_answered(job.id):
+            log.info("job was already answered; not answering twice", extra={"job_id": job.id})
+            return None
+        seq = 0
+
+        async def progress(stage: str, message: str) -> None:
+            nonlocal seq
+            seq += 1
+            p = JobProgress(job_id=job.id, seq=seq, stage=stage, message=message)
+            with contextlib.suppress(NatsError):
+                await self.nc.publish(self.subjects.jobs_progress(job.id), p.to_bytes())
+
+        async def audit(event: ToolAuditEvent) -> None:
+            self.metrics.tool_calls.labels(event.cluster, event.tool, event.outcome).inc()
+            body = {"job_id": job.id, **event.as_dict()}
+            with contextlib.suppress(NatsError):
+                await self.nc.publish(self.subjects.audit("tool_call"), json.dumps(body).encode())
+
+        await progress("started", "investigation started")
+        try:
+            scope = await self.resolve_scope(job)
+        except ScopeUnavailable as exc:
+            log.warning("authz unavailable for job: %s", exc, extra={"job_id": job.id})
+            result = InvestigationResult(
+                status="error", answer_markdown=AUTHZ_UNAVAILABLE, job_id=job.id, user=job.requester.user
+            )
+        else:
+            ns_count = sum(len(cs.namespaces) for cs in scope.clusters.values())
+            await progress(
+                "scope", f"access resolved: {len(scope.clusters)} cluster(s), {ns_count} namespace(s)"
+            )
+            with contextlib.suppress(NatsError):
+                await self.nc.publish(
+                    self.subjects.audit("scope_resolved"),
+                    json.dumps(
+                        {
+                            "job_id": job.id,
+                            "user": job.requester.user,
+                            "clusters": len(scope.clusters),
+                            "namespaces": ns_count,
+                            "cached": scope.cached,
+                        }
+                    ).encode(),
+                )
+            result = await investigate(job, scope, self.settings, progress=progress, on_audit=audit)
+        result = result.model_copy(update={"duration_ms": round((time.monotonic() - started) * 1000, 1)})
+        if not await self._claim(job.id):
+            log.info(
+                "job already answered by another delivery; not answering twice", extra={"job_id": job.id}
+            )
+            return None
+        subject = job.reply_subject or self.subjects.jobs_done(job.id)
+        await self.nc.publish(subject, result.to_bytes())
+        await self.nc.flush(timeout=5)
+        self.metrics.jobs.labels(result.status).inc()
+        self.metrics.job_seconds.observe(time.monotonic() - started)
+        with contextlib.suppress(NatsError):
+            await self.nc.publish(
+                self.subjects.audit("job_finished"),
+                json.dumps(
+                    {
+                        "job_id": job.id,
+                        "user": job.requester.user,
+                        "origin": job.origin,
+                        "status": result.status,
+                        "family": result.root_cause.family if result.root_cause else "",
+                        "evidence": len(result.evidence),
+                        "tool_calls": result.tool_calls,
+                        "withheld": len(result.withheld),
+                        "unavailable": len(result.unavailable),
+                        "duration_ms": result.duration_ms,
+                    }
+                ).encode(),
+            )
+        log.info("job finished: %s", result.status, extra={"job_id": job.id})
+        return result

@@ -1,0 +1,253 @@
+"""The agent against real processes: nats-server with JetStream, Valkey, simcluster over HTTPS
+serving scenarios/demo, kube-mcp over streamable HTTP. The only fake is the authz responder
+(alice → team-a, bob → team-b, carol → cluster-wide)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+import yaml
+from nats.aio.client import Client as Nats
+
+from sleuth_agent import Settings, build
+from sleuth_agent.handlers import AUTHZ_UNAVAILABLE
+from sleuth_agent.worker import JobWorker
+from sleuth_common.messages import (
+    ClusterScope,
+    InvestigationJob,
+    InvestigationResult,
+    JobProgress,
+    Requester,
+    ScopeReply,
+    ScopeRequest,
+)
+from sleuth_common.subjects import Subjects
+
+pytestmark = pytest.mark.connected
+
+SUBJECTS = Subjects("sleuth")
+SCOPES = {
+    "alice": {"demo": ClusterScope(namespaces=("team-a",))},
+    "bob": {"demo": ClusterScope(namespaces=("team-b",))},
+    "carol": {
+        "demo": ClusterScope(namespaces=("default", "kube-system", "team-a", "team-b"), cluster_wide=True)
+    },
+}
+
+
+def team_b_names(snapshot: Path) -> set[str]:
+    """Object names of team-b, read from the snapshot (not hard-coded)."""
+    names: set[str] = set()
+    for f in (snapshot / "cluster").glob("*.yaml"):
+        for doc in yaml.safe_load_all(f.read_text()):
+            for obj in (doc or {}).get("items", [doc]) if doc else []:
+                meta = obj.get("metadata") or {}
+                if meta.get("namespace") == "team-b" and obj.get("kind") not in ("Event",):
+                    names.add(meta["name"])
+    names.discard("default")
+    assert len(names) > 5
+    return names
+
+
+@pytest.fixture
+def stack(tmp_path: Path, demo_snapshot: Path) -> Iterator[dict[str, Any]]:
+    from sleuth_kube_mcp import Settings as KubeSettings
+    from sleuth_kube_mcp import serve_in_thread
+    from sleuth_simcluster import SimCluster
+
+    with SimCluster(demo_snapshot, tmp_path / "sim", host="127.0.0.1", port=0) as sim:
+        kube_settings = KubeSettings(
+            kube_mcp={
+                "host": "127.0.0.1",
+                "port": 0,
+                "kubeconfig": str(sim.kubeconfig("sleuth-reader")),
+                "cluster_name": "demo",
+            }
+        )
+        with serve_in_thread(kube_settings) as mcp:
+            yield {"mcp_url": mcp.url}
+
+
+def agent_settings(stack: dict[str, Any], nats_url: str, redis_url: str, **agent: Any) -> Settings:
+    return Settings(
+        nats={"url": nats_url},
+        redis={"url": redis_url},
+        authz={"request_timeout": 1.0},
+        clusters=[
+            {"name": "demo", "aliases": ["dev"], "mcp_servers": [{"name": "kube", "url": stack["mcp_url"]}]}
+        ],
+        agent={"metrics_port": 0, "ack_wait": 2.0, "in_progress_interval": 0.5, **agent},
+    )
+
+
+@contextlib.asynccontextmanager
+async def authz_responder(nc: Nats) -> AsyncIterator[None]:
+    async def reply(msg: Any) -> None:
+        req = ScopeRequest.model_validate_json(msg.data)
+        out = ScopeReply(user=req.user, groups=req.groups, clusters=SCOPES.get(req.user, {}))
+        await msg.respond(out.to_bytes())
+
+    sub = await nc.subscribe(SUBJECTS.authz_scope, queue="authz", cb=reply)
+    try:
+        yield
+    finally:
+        await sub.unsubscribe()
+
+
+@contextlib.asynccontextmanager
+async def running_agent(settings: Settings) -> AsyncIterator[Any]:
+    agent = build(settings)
+    await agent.start()
+    try:
+        yield agent
+    finally:
+        await agent.stop()
+        await agent.broker.stop()
+
+
+class Asker:
+    def __init__(self, nc: Nats) -> None:
+        self.nc = nc
+        self.results: dict[str, list[InvestigationResult]] = {}
+        self.progress: dict[str, list[JobProgress]] = {}
+        self.answered: dict[str, asyncio.Event] = {}
+
+    async def submit(self, job: InvestigationJob) -> None:
+        answered = self.answered.setdefault(job.id, asyncio.Event())
+
+        async def on_done(msg: Any) -> None:
+            self.results.setdefault(job.id, []).append(InvestigationResult.model_validate_json(msg.data))
+            answered.set()
+
+        async def on_progress(msg: Any) -> None:
+            self.progress.setdefault(job.id, []).append(JobProgress.model_validate_json(msg.data))
+
+        await self.nc.subscribe(SUBJECTS.jobs_done(job.id), cb=on_done)
+        await self.nc.subscribe(SUBJECTS.jobs_progress(job.id), cb=on_progress)
+        await self.nc.flush()
+        js = self.nc.jetstream()
+        from sleuth_agent.worker import ensure_jobs_stream
+
+        await ensure_jobs_stream(js, SUBJECTS)
+        await js.publish(SUBJECTS.jobs_investigate, job.to_bytes())
+
+    async def result(self, job: InvestigationJob, wait: float = 30.0) -> InvestigationResult:
+        async with asyncio.timeout(wait):
+            await self.answered[job.id].wait()
+        return self.results[job.id][0]
+
+
+def job_for(user: str, question: str, **kw: Any) -> InvestigationJob:
+    return InvestigationJob(requester=Requester(user=user, groups=(user,)), question=question, **kw)
+
+
+async def test_alice_gets_a_diagnosis_and_never_a_team_b_name(
+    stack, nats_server, valkey, demo_snapshot
+) -> None:
+    nc = await nats.connect(nats_server.url)
+    try:
+        async with authz_responder(nc), running_agent(agent_settings(stack, nats_server.url, valkey.url)):
+            asker = Asker(nc)
+            job = job_for("alice", "what is failing in team-a?")
+            await asker.submit(job)
+            result = await asker.result(job)
+            assert result.status == "diagnosed", result.answer_markdown
+            families = {result.root_cause.family, *(c.family for c in result.candidates)}
+            assert families & {"oom_killed", "crash_loop_app_error"}
+            assert result.root_cause.resource.startswith("Deployment/team-a/")
+            dumped = json.dumps(result.model_dump(mode="json"))
+            leaked = [n for n in team_b_names(demo_snapshot) | {"team-b"} if n in dumped]
+            assert not leaked
+            assert any(e.command.startswith("kubectl ") for e in result.evidence)
+            stages = [p.stage for p in asker.progress.get(job.id, [])]
+            assert "scope" in stages and "collecting" in stages
+
+            job = job_for("alice", "why is billing-api crashing?")
+            await asker.submit(job)
+            result = await asker.result(job)
+            assert result.status == "denied"
+            body = json.dumps(result.model_dump(mode="json", exclude={"answer_markdown"}))
+            assert not [n for n in team_b_names(demo_snapshot) if n in body]
+            assert not [
+                n for n in team_b_names(demo_snapshot) if n != "billing-api" and n in result.answer_markdown
+            ]
+
+            job = job_for("carol", "why is billing-api crashing?")
+            await asker.submit(job)
+            result = await asker.result(job)
+            assert result.root_cause is not None and result.root_cause.family == "missing_config"
+    finally:
+        await nc.drain()
+
+
+async def test_authz_unavailable_is_an_error_answer(stack, nats_server, valkey) -> None:
+    nc = await nats.connect(nats_server.url)
+    try:
+        async with running_agent(agent_settings(stack, nats_server.url, valkey.url)):
+            asker = Asker(nc)
+            job = job_for("alice", "what is failing in team-a?")
+            await asker.submit(job)
+            result = await asker.result(job)
+            assert result.status == "error"
+            assert result.answer_markdown == AUTHZ_UNAVAILABLE
+            assert not result.evidence
+    finally:
+        await nc.drain()
+
+
+async def test_unacked_job_is_redelivered_and_answered_once(stack, nats_server, valkey) -> None:
+    settings = agent_settings(stack, nats_server.url, valkey.url)
+    nc = await nats.connect(nats_server.url)
+    try:
+        async with authz_responder(nc):
+            asker = Asker(nc)
+            job = job_for("alice", "why is checkout crashing?")
+            # A first worker takes the job and "dies" without acking (its task never finishes).
+            stuck = asyncio.Event()
+            dead_nc = await nats.connect(nats_server.url)
+            from sleuth_agent.metrics import Metrics
+
+            async def hang(_job: InvestigationJob) -> None:
+                stuck.set()
+                await asyncio.Event().wait()
+
+            dead = JobWorker(dead_nc, SUBJECTS, settings.agent, hang, Metrics(), fetch_timeout=0.5)
+            await dead.start()
+            await asker.submit(job)
+            async with asyncio.timeout(10):
+                await stuck.wait()
+            await dead.stop(grace=0)
+            await dead_nc.close()  # like SIGKILL: no ack, no more in-progress signals
+
+            async with running_agent(settings) as agent:
+                result = await asker.result(job, wait=30)
+                assert result.root_cause.family == "oom_killed"
+                assert agent.metrics.redeliveries._value.get() >= 1
+                # The same job delivered again (e.g. published twice) is not answered twice.
+                await nc.jetstream().publish(SUBJECTS.jobs_investigate, job.to_bytes())
+                await asyncio.sleep(2.0)
+                assert len(asker.results[job.id]) == 1
+    finally:
+        await nc.drain()
+
+
+async def test_malformed_job_is_terminated(stack, nats_server, valkey) -> None:
+    nc = await nats.connect(nats_server.url)
+    try:
+        async with running_agent(agent_settings(stack, nats_server.url, valkey.url)) as agent:
+            js = nc.jetstream()
+            await js.publish(SUBJECTS.jobs_investigate, b"{not json")
+            async with asyncio.timeout(10):
+                while agent.metrics.rejected._value.get() < 1:  # noqa: ASYNC110 (a counter, not an event)
+                    await asyncio.sleep(0.05)
+            info = await js.consumer_info(SUBJECTS.stream_jobs, SUBJECTS.agent_durable)
+            assert info.num_ack_pending == 0
+    finally:
+        await nc.drain()
