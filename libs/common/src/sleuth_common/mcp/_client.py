@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sleuth_common.config import McpServerSettings
 from sleuth_common.mcp._commands import kubectl_command
-from sleuth_common.mcp._result import AuditCallback, ToolAuditEvent, ToolInfo, ToolResult
+from sleuth_common.mcp._result import AuditCallback, ToolAuditEvent, ToolInfo, ToolResult, ToolStatus
 from sleuth_common.scope import (
     Scope,
     ToolRule,
@@ -202,11 +202,11 @@ class ScopedMcpClient:
         return result
 
     async def _call(self, tool: str, args: dict[str, Any], timeout: float | None) -> ToolResult:  # noqa: ASYNC109
-        def res(status: str, **kw: Any) -> ToolResult:
+        def res(status: ToolStatus, **kw: Any) -> ToolResult:
             return ToolResult(
                 tool=tool,
                 status=status,
-                server=self.server.name,  # type: ignore[arg-type]
+                server=self.server.name,
                 cluster=self.cluster,
                 args=args,
                 command=kubectl_command(tool, args),
