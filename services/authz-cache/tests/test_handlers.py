@@ -212,7 +212,7 @@ async def test_authenticate_unavailable_when_no_cluster_answers(settings_factory
     async with running(settings_factory(dead_redis_url), fake_backend) as bus:
         reply = await bus.authenticate("demo-alice-token")
 
-    assert not reply.authenticated
+    assert not reply.authenticated and reply.unavailable
     assert reply.error.startswith("authorization is unavailable: ")
     assert "demo" in reply.error and "prod-1" in reply.error
 
@@ -225,8 +225,8 @@ async def test_authenticate_unavailable_when_a_silent_cluster_might_know_the_tok
         unknown = await bus.authenticate("not-a-token")
         known = await bus.authenticate("demo-alice-token")
 
-    assert unknown.error.startswith("authorization is unavailable: ")
-    assert known.authenticated  # the first cluster knew it; the silent one was never asked
+    assert unknown.error.startswith("authorization is unavailable: ") and unknown.unavailable
+    assert known.authenticated and not known.unavailable  # the first cluster knew it; the silent one was never asked
 
 
 async def test_no_clusters_configured(settings_factory, fake_backend, dead_redis_url):

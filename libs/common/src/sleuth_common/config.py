@@ -100,8 +100,9 @@ class AuthzSettings(_Group):
     """Seconds a client waits for authz-cache before answering "authorization is unavailable"."""
     review_concurrency: int = 8
     """Parallel per-namespace SubjectAccessReviews per scope resolution."""
-    backend_timeout: float = 5.0
-    """Seconds for one call to a cluster's API."""
+    backend_timeout: float = 2.0
+    """Seconds for one call to a cluster's API. Keep it below ``request_timeout`` so a hung
+    cluster is reported as a cluster error instead of timing the whole request out."""
 
 
 class ServiceSettings(BaseSettings):

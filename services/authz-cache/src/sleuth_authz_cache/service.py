@@ -118,7 +118,9 @@ class AuthzService:
         if cached is not None:
             return AuthenticateReply(authenticated=True, user=cached.user, groups=cached.groups)
         if not self._clusters:
-            return AuthenticateReply(authenticated=False, error="authorization is unavailable: no clusters configured")
+            return AuthenticateReply(
+                authenticated=False, unavailable=True, error="authorization is unavailable: no clusters configured"
+            )
 
         failures: list[str] = []
         for cluster in self._clusters:
@@ -139,7 +141,7 @@ class AuthzService:
         if failures:
             # The token may belong to a cluster that did not answer: we cannot call it invalid.
             return AuthenticateReply(
-                authenticated=False, error="authorization is unavailable: " + "; ".join(failures)
+                authenticated=False, unavailable=True, error="authorization is unavailable: " + "; ".join(failures)
             )
         return AuthenticateReply(authenticated=False, error="invalid token")
 
