@@ -23,13 +23,17 @@ def _cmd_up(args: argparse.Namespace) -> int:
         return 2
     ports = StackPorts(gateway=args.port)
     spec = StackSpec(snapshot=snapshot, state_dir=Path(args.state_dir), ports=ports, agents=args.agents)
-    # SIGTERM behaves like Ctrl-C so `kill` stops the children too.
+    # SIGTERM behaves like Ctrl-C so `kill` stops the children too; SIGINT is handled even when
+    # started in the background by a shell that ignores it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     t0 = time.monotonic()
     stack = Stack(spec)
     try:
         stack.start()
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        stack.stop()
         return 130
     except (RuntimeError, TimeoutError, OSError) as e:
         print(f"sleuth up: could not start the stack: {e}", file=sys.stderr)
@@ -40,6 +44,9 @@ def _cmd_up(args: argparse.Namespace) -> int:
     try:
         main_loop(stack)
     finally:
+        # A second Ctrl-C (or make's SIGTERM) must not leave half the stack running.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         stack.stop()
         print("stopped.", file=sys.stderr)
     return 0

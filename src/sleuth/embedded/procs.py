@@ -94,6 +94,11 @@ class ManagedProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(5)
 
+    def terminate(self) -> None:
+        """Ask the process to stop (SIGTERM) without waiting."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+
     def stop(self, timeout: float = 5.0) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()

@@ -218,6 +218,9 @@ class Stack:
         raise TimeoutError(f"{proc.name} not healthy on :{port}: {last}\n{proc.log_tail()}")
 
     def stop(self) -> None:
+        # Services first, all at once (SIGTERM to each, then wait), then the servers they use.
+        for proc in reversed(self.procs):
+            proc.terminate()
         for proc in reversed(self.procs):
             proc.stop()
         self.procs.clear()
