@@ -8,7 +8,7 @@ export UV_LINK_MODE := copy
 STAMP := $(VENV)/.sleuth-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-fast lint bench demo-question demo-kubectl clean
+.PHONY: help install test-tools run test test-fast lint bench demo-question demo-kubectl clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -21,12 +21,20 @@ $(STAMP): $(UV) uv.lock pyproject.toml $(wildcard libs/*/pyproject.toml services
 	@$(UV) sync --frozen --all-packages --quiet
 	@touch $(STAMP)
 
+NPM_TOOLS := tools/npm/node_modules/.bin/kubernetes-mcp-server
+
+$(NPM_TOOLS): tools/npm/package.json tools/npm/package-lock.json
+	@cd tools/npm && npm ci --no-audit --no-fund --silent
+	@touch $(NPM_TOOLS)
+
 install: $(STAMP) ## Create .venv with every member and the `sleuth` command (quick when nothing changed)
+
+test-tools: $(NPM_TOOLS) ## Third-party servers the tests run against (kubernetes-mcp-server from npm, project-local)
 
 run: install ## Start the whole stack with the demo cluster; web chat on http://127.0.0.1:8080
 	$(VENV)/bin/sleuth up
 
-test: install ## Run the whole test suite (real nats-server, Valkey, MCP over HTTP, simcluster over HTTPS)
+test: install test-tools ## Run the whole test suite (real nats-server, Valkey, MCP over HTTP, simcluster over HTTPS)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 test-fast: install ## Unit tests only (no processes)
@@ -47,4 +55,4 @@ demo-kubectl: install ## Print how to point kubectl at a running `make run` stac
 	@echo 'export KUBECONFIG=$$PWD/.sleuth/kubeconfig/alice.yaml; kubectl get pods -n team-a'
 
 clean: ## Remove the virtualenv and runtime state
-	rm -rf $(VENV) .sleuth
+	rm -rf $(VENV) .sleuth tools/npm/node_modules

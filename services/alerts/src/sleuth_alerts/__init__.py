@@ -1,0 +1,1 @@
+"""Sleuth alerts service: Alertmanager webhook receiver, batching per cluster, cooldowns."""
