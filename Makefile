@@ -24,7 +24,7 @@ $(STAMP): $(UV) uv.lock pyproject.toml $(wildcard libs/*/pyproject.toml services
 NPM_TOOLS := tools/npm/node_modules/.bin/kubernetes-mcp-server
 
 $(NPM_TOOLS): tools/npm/package.json tools/npm/package-lock.json
-	@cd tools/npm && npm ci --no-audit --no-fund --silent
+	@cd tools/npm && npm install --no-audit --no-fund --silent
 	@touch $(NPM_TOOLS)
 
 install: $(STAMP) ## Create .venv with every member and the `sleuth` command (quick when nothing changed)
