@@ -18,7 +18,7 @@ from sleuth.embedded.stack import Stack, StackPorts, StackSpec
 from sleuth_common.messages import ScopeReply, ScopeRequest
 from sleuth_common.subjects import Subjects
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 async def bench_scope_lookup(stack: Stack, n: int = 500) -> None:
