@@ -28,6 +28,10 @@ async def test_tools_are_listed_with_exact_schemas(kube_mcp, mcp_session):
         "list_quotas": ["namespace"],
         "list_nodes": [],
         "get_resource": ["kind", "name"],
+        "list_resources": ["kind", "namespace"],
+        "list_storage": [],
+        "analyze_logs": ["namespace"],
+        "subgraph": ["namespace", "kind", "name"],
     }
     logs = tools["pod_logs"].input_schema["properties"]
     assert logs["tail_lines"] == {

@@ -68,4 +68,19 @@ def kubectl_for(tool: str, args: Mapping[str, Any]) -> str:
         return "kubectl get nodes -o wide"
     if tool == "get_resource":
         return f"kubectl get {_q(str(args.get('kind', '')).lower())} {_q(args.get('name', ''))}{ns} -o yaml"
+    if tool == "list_resources":
+        cmd = f"kubectl get {_q(str(args.get('kind', '')).lower())}{ns}"
+        if args.get("label_selector"):
+            cmd += f" -l {_q(args['label_selector'])}"
+        return cmd + " -o yaml"
+    if tool == "list_storage":
+        kinds = args.get("kinds") or ["persistentvolumes", "storageclasses", "ingressclasses"]
+        return f"kubectl get {_q(','.join(kinds))}"
+    if tool == "analyze_logs":
+        sel = args.get("label_selector") or (
+            f"<selector of {args.get('kind') or 'workload'} {args.get('workload')}>"
+        )
+        return f"kubectl logs{ns} -l {_q(sel)} --all-containers --prefix --timestamps --tail={int(args.get('tail_lines') or 200)}"
+    if tool == "subgraph":
+        return f"kubectl get all,ingress,hpa,pdb,networkpolicy,pvc,configmap{ns} -o wide"
     return ""

@@ -213,6 +213,47 @@ class KubeReader:
             "limit_ranges": [shaping.limit_range_record(x) for x in lr.get("items") or []],
         }
 
+    async def list_resources(
+        self, kind: str, namespace: str, label_selector: str = "", token: str | None = None
+    ) -> dict[str, Any]:
+        plural = shaping.LIST_ALIASES.get(kind.strip().lower(), kind.strip().lower())
+        if plural not in shaping.LIST_KINDS:
+            raise BadRequest(f"unknown kind {kind!r} for list_resources; use one of {sorted(shaping.LIST_KINDS)}")
+        root, kind_name = shaping.LIST_KINDS[plural]
+        data = await self.client.get_json(
+            f"{root}/namespaces/{namespace}/{plural}", {"labelSelector": label_selector}, token
+        )
+        items = sorted(data.get("items") or [], key=lambda o: str((o.get("metadata") or {}).get("name")))
+        out = _listing(namespace, "items", [shaping.resource_record(o, kind_name) for o in items], self.max_items)
+        out["kind"] = kind_name
+        return out
+
+    async def list_storage(self, kinds: list[str] | None = None, token: str | None = None) -> dict[str, Any]:
+        wanted = []
+        for k in kinds or list(shaping.STORAGE_KINDS):
+            plural = shaping.STORAGE_ALIASES.get(k.strip().lower(), k.strip().lower())
+            if plural not in shaping.STORAGE_KINDS:
+                raise BadRequest(f"unknown kind {k!r} for list_storage; use {sorted(shaping.STORAGE_KINDS)}")
+            wanted.append(plural)
+        records: list[dict[str, Any]] = []
+        errors: list[dict[str, Any]] = []
+        for plural in dict.fromkeys(wanted):
+            root, kind_name = shaping.STORAGE_KINDS[plural]
+            try:
+                data = await self.client.get_json(f"{root}/{plural}", None, token)
+            except KubeApiError as e:
+                errors.append({"kind": plural, "code": e.code, "reason": e.reason})
+                continue
+            items = sorted(data.get("items") or [], key=lambda o: str((o.get("metadata") or {}).get("name")))
+            records += [shaping.storage_record(o, kind_name) for o in items]
+        shown, omitted = _cap(records, self.max_items)
+        out: dict[str, Any] = {"cluster_scoped": True, "count": len(records), "items": shown}
+        if omitted:
+            out["omitted"] = omitted
+        if errors:
+            out["errors"] = errors
+        return out
+
     # -- cluster-wide -------------------------------------------------------------------------
     async def list_nodes(self, token: str | None = None) -> dict[str, Any]:
         data = await self.client.get_json("/api/v1/nodes", None, token)

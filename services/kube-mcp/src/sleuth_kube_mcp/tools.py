@@ -16,6 +16,7 @@ from pydantic import Field
 
 from sleuth_kube_mcp._kubectl import kubectl_for
 from sleuth_kube_mcp._metrics import Metrics
+from sleuth_kube_mcp.analysis import analyze_logs, subgraph
 from sleuth_kube_mcp.kube import KubeApiError, KubeUnavailable
 from sleuth_kube_mcp.reads import BadRequest, KubeReader
 
@@ -35,6 +36,10 @@ TOOL_NAMES = (
     "list_quotas",
     "list_nodes",
     "get_resource",
+    "list_resources",
+    "list_storage",
+    "analyze_logs",
+    "subgraph",
 )
 
 Namespace = Annotated[str, Field(description="Kubernetes namespace to read, e.g. team-a.", min_length=1)]
@@ -123,6 +128,42 @@ DESCRIPTIONS = {
         "ones (Node, StorageClass, PersistentVolume...). Use it for objects no other tool covers: "
         "ConfigMaps, HPAs, PDBs, NetworkPolicies, Ingresses, StorageClasses. " + _JSON
     ),
+    "list_resources": (
+        "List objects of one kind in one namespace, shaped for diagnosis: configmaps and secrets (names "
+        "and keys only, never values), serviceaccounts, endpoints (ready/not-ready counts), hpa (target, "
+        "min/max, metrics, conditions such as FailedGetResourceMetric), pdb (selector, disruptions "
+        "allowed), networkpolicies (pod selector, policy types, ingress/egress peers and ports), ingresses "
+        "(class, host/path -> service:port routes, TLS secret names), roles (rules) and rolebindings "
+        "(role, subjects). Use it to check that referenced objects exist and how traffic and permissions "
+        'are set up. Result: {"namespace", "kind", "count", "items": [...]}. ' + _JSON
+    ),
+    "list_storage": (
+        "List cluster-scoped storage and routing classes: PersistentVolumes (phase, capacity, class, "
+        "claim), StorageClasses (provisioner, default, binding mode, expansion) and IngressClasses. "
+        "kinds narrows to some of persistentvolumes, storageclasses, ingressclasses. Use it when a PVC "
+        "stays Pending (does its storage class exist?) or an Ingress names a class. Every record is "
+        'marked cluster_scoped. Result: {"count", "items": [...]}. ' + _JSON
+    ),
+    "analyze_logs": (
+        "Read the logs of a workload's pods together (unhealthy pods first; default 20 pods, 200 lines "
+        "per container, current and previous instances, 4 MiB in all, 5 pods at a time, 10 s per pod) "
+        "and group error and warning lines that differ only in timestamps, ids, UUIDs, hex, IPs and "
+        "numbers into patterns, each with count, pods, example, first/last seen (from the log "
+        "timestamps) and, given reference_time (e.g. the alert's start), the offset of first_seen from "
+        "it. Says which log windows were full (first_seen may then be earlier) and lists every pod "
+        "skipped and why. Timing is correlation, not cause. Pass workload (with kind for an exact "
+        'selector) or label_selector. Result: {"namespace", "pods_read", "pods_skipped", "patterns": '
+        '[...], "note"}. ' + _JSON
+    ),
+    "subgraph": (
+        "The topology around one object of a namespace, as nodes with ids (Kind/namespace/name, or "
+        "Kind/name for cluster-scoped ones such as Node, StorageClass, PersistentVolume) and edges: "
+        "owner chains (owned-by), Service -> Pods (selects, with ready_endpoints), Ingress -> Service "
+        "(routes-to), Pod -> Node (runs-on), Pod -> PVC/ConfigMap/Secret (mounts, env-from, pulls-with; "
+        "missing=true when the referenced object does not exist), PVC -> PV/StorageClass, HPA -> target "
+        "(scales), PDB -> Pods (protects), NetworkPolicy -> Pods (applies-to). hops (default 2) bounds "
+        'the walk; budget (tokens, default 2000) trims it. Result: {"focus", "nodes", "edges"}. ' + _JSON
+    ),
 }
 
 
@@ -160,7 +201,7 @@ def _caller_token(ctx: Context, accept: bool) -> str | None:
 def register_tools(
     server: MCPServer, reader: KubeReader, metrics: Metrics, accept_caller_token: bool
 ) -> None:
-    """Add the ten read-only tools to ``server``."""
+    """Add the read-only tools of ``TOOL_NAMES`` to ``server``."""
 
     async def run(
         tool: str, args: dict[str, Any], ctx: Context, call: Callable[[str | None], Awaitable[Any]]
@@ -322,6 +363,96 @@ def register_tools(
         args = {"kind": kind, "name": name, "namespace": namespace}
         return await run("get_resource", args, ctx, lambda t: reader.get_resource(kind, name, namespace, t))
 
+    async def list_resources(
+        kind: Annotated[
+            str,
+            Field(
+                description="configmaps, secrets, serviceaccounts, endpoints, hpa, pdb, networkpolicies, "
+                "ingresses, roles or rolebindings (singular and short names work).",
+                min_length=1,
+            ),
+        ],
+        namespace: Namespace,
+        ctx: Context,
+        label_selector: Annotated[str, Field(description="Label selector as for kubectl -l.")] = "",
+    ) -> CallToolResult:
+        args = {"kind": kind, "namespace": namespace, "label_selector": label_selector}
+        return await run(
+            "list_resources", args, ctx, lambda t: reader.list_resources(kind, namespace, label_selector, t)
+        )
+
+    async def list_storage(
+        ctx: Context,
+        kinds: Annotated[
+            list[str] | None,
+            Field(description="Some of persistentvolumes, storageclasses, ingressclasses; default all."),
+        ] = None,
+    ) -> CallToolResult:
+        args = {"kinds": list(kinds or [])}
+        return await run(
+            "list_storage", args, ctx, lambda t: reader.list_storage(list(kinds or []) or None, t)
+        )
+
+    async def analyze_logs_tool(
+        namespace: Namespace,
+        ctx: Context,
+        workload: Annotated[str, Field(description="Workload (or pod-name prefix) whose pods to read.")] = "",
+        kind: Annotated[
+            str,
+            Field(description="Kind of the workload: Deployment, StatefulSet, DaemonSet, ReplicaSet, Job."),
+        ] = "",
+        label_selector: Annotated[str, Field(description="Pods to read, as for kubectl -l.")] = "",
+        reference_time: Annotated[
+            str, Field(description="RFC 3339 time to measure first_seen offsets from (an alert's start).")
+        ] = "",
+        max_pods: Annotated[int, Field(description="Most pods to read.", ge=1, le=100)] = 20,
+        tail_lines: Annotated[int, Field(description="Lines per container log.", ge=1, le=5000)] = 200,
+    ) -> CallToolResult:
+        args = {
+            "namespace": namespace,
+            "workload": workload,
+            "kind": kind,
+            "label_selector": label_selector,
+            "reference_time": reference_time,
+            "max_pods": max_pods,
+            "tail_lines": tail_lines,
+        }
+        return await run(
+            "analyze_logs",
+            args,
+            ctx,
+            lambda t: analyze_logs(
+                reader,
+                namespace,
+                workload,
+                kind,
+                label_selector,
+                reference_time,
+                max_pods=max_pods,
+                tail_lines=tail_lines,
+                token=t,
+            ),
+        )
+
+    async def subgraph_tool(
+        namespace: Namespace,
+        kind: Annotated[
+            str, Field(description="Kind of the focus object (Deployment, Service, Pod...).", min_length=1)
+        ],
+        name: Annotated[str, Field(description="Name of the focus object.", min_length=1)],
+        ctx: Context,
+        hops: Annotated[
+            int, Field(description="How many edges away from the focus to walk.", ge=0, le=5)
+        ] = 2,
+        budget: Annotated[
+            int, Field(description="Approximate token budget of the result.", ge=200, le=20000)
+        ] = 2000,
+    ) -> CallToolResult:
+        args = {"namespace": namespace, "kind": kind, "name": name, "hops": hops, "budget": budget}
+        return await run(
+            "subgraph", args, ctx, lambda t: subgraph(reader, namespace, kind, name, hops, budget, t)
+        )
+
     add(list_pods, "list_pods")
     add(get_pod, "get_pod")
     add(pod_logs, "pod_logs")
@@ -332,6 +463,10 @@ def register_tools(
     add(list_quotas, "list_quotas")
     add(list_nodes, "list_nodes", meta={CLUSTER_ADMIN_META_KEY: True})
     add(get_resource, "get_resource")
+    add(list_resources, "list_resources")
+    add(list_storage, "list_storage")
+    add(analyze_logs_tool, "analyze_logs")
+    add(subgraph_tool, "subgraph")
     _tidy_schemas(server)
 
 

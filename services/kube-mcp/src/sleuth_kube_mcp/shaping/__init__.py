@@ -1,6 +1,14 @@
 """Pure functions that turn Kubernetes objects into the records the tools return."""
 
 from sleuth_kube_mcp.shaping._common import compact, conditions, owner, parse_quantity, selector_string
+from sleuth_kube_mcp.shaping._extra import (
+    LIST_ALIASES,
+    LIST_KINDS,
+    STORAGE_ALIASES,
+    STORAGE_KINDS,
+    resource_record,
+    storage_record,
+)
 from sleuth_kube_mcp.shaping._pods import log_lines, pod_detail, pod_status_text, pod_summary, secretish_name
 from sleuth_kube_mcp.shaping._resources import (
     REDACTED,
@@ -16,7 +24,11 @@ from sleuth_kube_mcp.shaping._resources import (
 from sleuth_kube_mcp.shaping._workloads import WORKLOAD_KINDS, normalize_workload_kinds, workload_summary
 
 __all__ = [
+    "LIST_ALIASES",
+    "LIST_KINDS",
     "REDACTED",
+    "STORAGE_ALIASES",
+    "STORAGE_KINDS",
     "WORKLOAD_KINDS",
     "clean_object",
     "compact",
@@ -33,9 +45,11 @@ __all__ = [
     "pod_summary",
     "pvc_record",
     "quota_record",
+    "resource_record",
     "secretish_name",
     "selector_string",
     "service_record",
     "sort_events",
+    "storage_record",
     "workload_summary",
 ]

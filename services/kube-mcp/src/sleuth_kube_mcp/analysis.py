@@ -1,0 +1,483 @@
+"""The two composite tools: ``analyze_logs`` (a workload's pods read together, lines grouped into
+patterns) and ``subgraph`` (the topology around one object). Both read through ``KubeReader``'s
+client with the caller's token, and stay inside the namespace they were given."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from sleuth_kube_mcp import shaping
+from sleuth_kube_mcp.kube import KubeApiError, KubeUnavailable
+from sleuth_kube_mcp.reads import BadRequest, KubeReader
+from sleuth_kube_mcp.shaping._logpatterns import PatternTable, parse_timestamp
+
+__all__ = ["analyze_logs", "label_match", "subgraph"]
+
+CORRELATION_NOTE = (
+    "Timing is correlation, not cause: a pattern that starts near the reference time is a lead to "
+    "check, not proof."
+)
+_WORKLOAD_PATHS = {
+    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments/{name}",
+    "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets/{name}",
+    "DaemonSet": "/apis/apps/v1/namespaces/{ns}/daemonsets/{name}",
+    "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets/{name}",
+    "Job": "/apis/batch/v1/namespaces/{ns}/jobs/{name}",
+}
+
+
+def label_match(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """Does a LabelSelector (or a plain map, as in a Service) select ``labels``? An empty or
+    missing selector selects nothing here (callers decide what "select all" means)."""
+    if not selector:
+        return False
+    if "matchLabels" not in selector and "matchExpressions" not in selector:
+        return all(labels.get(k) == v for k, v in selector.items())
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and labels.get(key) in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def _owned_by(pod: Mapping[str, Any], workload: str) -> bool:
+    meta = pod.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        name = str(ref.get("name", ""))
+        if name == workload or re.fullmatch(rf"{re.escape(workload)}-[a-z0-9]{{5,10}}", name):
+            return True
+    return False
+
+
+def _pod_health(pod: Mapping[str, Any]) -> tuple[int, int, str]:
+    """Sort key: unhealthy pods first, then by restarts (most first), then by name."""
+    status = pod.get("status") or {}
+    cs = status.get("containerStatuses") or []
+    ready = bool(cs) and all(c.get("ready") for c in cs) and status.get("phase") == "Running"
+    restarts = sum(int(c.get("restartCount") or 0) for c in cs)
+    return (1 if ready else 0, -restarts, str((pod.get("metadata") or {}).get("name")))
+
+
+async def _workload_pods(
+    reader: KubeReader, namespace: str, workload: str, kind: str, label_selector: str, token: str | None
+) -> list[dict[str, Any]]:
+    selector = label_selector
+    if not selector and kind in _WORKLOAD_PATHS and workload:
+        obj = await reader.client.get_json(
+            _WORKLOAD_PATHS[kind].format(ns=namespace, name=workload), None, token
+        )
+        selector = shaping.selector_string((obj.get("spec") or {}).get("selector")) or ""
+    data = await reader.client.get_json(
+        f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": selector}, token
+    )
+    pods = list(data.get("items") or [])
+    if workload and not selector:
+        pods = [
+            p
+            for p in pods
+            if _owned_by(p, workload) or str((p.get("metadata") or {}).get("name")) == workload
+        ]
+    return sorted(pods, key=_pod_health)
+
+
+async def analyze_logs(
+    reader: KubeReader,
+    namespace: str,
+    workload: str = "",
+    kind: str = "",
+    label_selector: str = "",
+    reference_time: str = "",
+    max_pods: int = 20,
+    tail_lines: int = 200,
+    max_total_bytes: int = 4 * 2**20,
+    concurrency: int = 5,
+    per_pod_timeout: float = 10.0,
+    token: str | None = None,
+) -> dict[str, Any]:
+    if not (workload or label_selector):
+        raise BadRequest("pass workload (a Deployment, StatefulSet, Job... name) or label_selector")
+    reference = parse_timestamp(reference_time) if reference_time else None
+    if reference_time and reference is None:
+        raise BadRequest(f"reference_time {reference_time!r} is not an RFC 3339 time")
+    pods = await _workload_pods(reader, namespace, workload, kind, label_selector, token)
+    skipped: list[dict[str, str]] = []
+    for p in pods[max_pods:]:
+        skipped.append(
+            {"pod": str((p.get("metadata") or {}).get("name")), "reason": f"more than {max_pods} pods"}
+        )
+    chosen = pods[:max_pods]
+    table = PatternTable()
+    sem = asyncio.Semaphore(max(1, concurrency))
+    budget = {"bytes": 0}
+    windows_full: list[str] = []
+    read: list[str] = []
+
+    async def one_log(pod: str, container: str, previous: bool) -> None:
+        if budget["bytes"] >= max_total_bytes:
+            skipped.append(
+                {"pod": pod, "reason": f"the {max_total_bytes}-byte budget was spent", "container": container}
+            )
+            return
+        text, _truncated = await reader.client.get_text(
+            f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
+            {
+                "container": container,
+                "previous": "true" if previous else None,
+                "tailLines": tail_lines,
+                "timestamps": "true",
+            },
+            token,
+            max_bytes=reader.max_log_bytes,
+        )
+        budget["bytes"] += len(text)
+        lines = text.splitlines()
+        if len(lines) >= tail_lines:
+            windows_full.append(f"{pod}/{container}{' (previous)' if previous else ''}")
+        for line in lines:
+            table.add(pod, line, previous)
+
+    async def one_pod(pod: Mapping[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        name = str(meta.get("name"))
+        status = pod.get("status") or {}
+        statuses = {
+            c.get("name"): c
+            for c in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or [])
+        }
+        specs = [
+            *((pod.get("spec") or {}).get("initContainers") or []),
+            *((pod.get("spec") or {}).get("containers") or []),
+        ]
+        async with sem:
+            try:
+                async with asyncio.timeout(per_pod_timeout):
+                    jobs = []
+                    for c in specs:
+                        cname = str(c.get("name"))
+                        st = statuses.get(cname) or {}
+                        state = st.get("state") or {}
+                        if "running" in state or "terminated" in state:
+                            jobs.append(one_log(name, cname, False))
+                        if int(st.get("restartCount") or 0) > 0 or (st.get("lastState") or {}).get(
+                            "terminated"
+                        ):
+                            jobs.append(one_log(name, cname, True))
+                    if not jobs:
+                        skipped.append(
+                            {
+                                "pod": name,
+                                "reason": f"no container has started ({status.get('phase', 'unknown')})",
+                            }
+                        )
+                        return
+                    results = await asyncio.gather(*jobs, return_exceptions=True)
+                    errors = [r for r in results if isinstance(r, BaseException)]
+                    for e in errors:
+                        if not isinstance(e, KubeApiError | KubeUnavailable):
+                            raise e
+                    if errors and len(errors) == len(results):
+                        skipped.append({"pod": name, "reason": f"logs unreadable: {errors[0]}"[:200]})
+                    else:
+                        read.append(name)
+            except TimeoutError:
+                skipped.append({"pod": name, "reason": f"no answer within {per_pod_timeout:g}s"})
+
+    await asyncio.gather(*(one_pod(p) for p in chosen))
+    out: dict[str, Any] = {
+        "namespace": namespace,
+        "workload": workload or None,
+        "label_selector": label_selector or None,
+        "pods_found": len(pods),
+        "pods_read": sorted(read),
+        "pods_skipped": skipped,
+        "lines_per_container": tail_lines,
+        "patterns": table.rows(reference),
+        "note": CORRELATION_NOTE,
+    }
+    if reference is not None:
+        out["reference_time"] = reference_time
+    if windows_full:
+        out["windows_full"] = sorted(windows_full)
+        out["windows_full_note"] = (
+            "these logs filled the line window, so a pattern may have started before its first_seen"
+        )
+    return shaping.compact(out)
+
+
+# -- subgraph ---------------------------------------------------------------------------------
+
+_SUBGRAPH_LISTS = {
+    "pods": "/api/v1/namespaces/{ns}/pods",
+    "services": "/api/v1/namespaces/{ns}/services",
+    "endpoints": "/api/v1/namespaces/{ns}/endpoints",
+    "pvcs": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
+    "configmaps": "/api/v1/namespaces/{ns}/configmaps",
+    "secrets": "/api/v1/namespaces/{ns}/secrets",
+    "deployments": "/apis/apps/v1/namespaces/{ns}/deployments",
+    "replicasets": "/apis/apps/v1/namespaces/{ns}/replicasets",
+    "statefulsets": "/apis/apps/v1/namespaces/{ns}/statefulsets",
+    "daemonsets": "/apis/apps/v1/namespaces/{ns}/daemonsets",
+    "jobs": "/apis/batch/v1/namespaces/{ns}/jobs",
+    "cronjobs": "/apis/batch/v1/namespaces/{ns}/cronjobs",
+    "ingresses": "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses",
+    "networkpolicies": "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
+    "hpas": "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers",
+    "pdbs": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+}
+_KIND_OF = {
+    "pods": "Pod",
+    "services": "Service",
+    "pvcs": "PersistentVolumeClaim",
+    "configmaps": "ConfigMap",
+    "secrets": "Secret",
+    "deployments": "Deployment",
+    "replicasets": "ReplicaSet",
+    "statefulsets": "StatefulSet",
+    "daemonsets": "DaemonSet",
+    "jobs": "Job",
+    "cronjobs": "CronJob",
+    "ingresses": "Ingress",
+    "networkpolicies": "NetworkPolicy",
+    "hpas": "HorizontalPodAutoscaler",
+    "pdbs": "PodDisruptionBudget",
+}
+
+
+class _Graph:
+    def __init__(self, namespace: str) -> None:
+        self.ns = namespace
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.edges: list[tuple[str, str, str]] = []
+
+    def node_id(self, kind: str, name: str, cluster_scoped: bool = False) -> str:
+        return f"{kind}/{name}" if cluster_scoped else f"{kind}/{self.ns}/{name}"
+
+    def add(self, kind: str, name: str, *, cluster_scoped: bool = False, **info: Any) -> str:
+        nid = self.node_id(kind, name, cluster_scoped)
+        node = self.nodes.setdefault(nid, {"id": nid, "kind": kind, "name": name})
+        if cluster_scoped:
+            node["cluster_scoped"] = True
+        else:
+            node["namespace"] = self.ns
+        node.update({k: v for k, v in info.items() if v is not None})
+        return nid
+
+    def link(self, a: str, b: str, rel: str) -> None:
+        if (a, b, rel) not in self.edges:
+            self.edges.append((a, b, rel))
+
+
+def _status_of(kind: str, obj: Mapping[str, Any]) -> str | None:
+    status = obj.get("status") or {}
+    spec = obj.get("spec") or {}
+    if kind == "Pod":
+        return shaping.pod_status_text(obj)
+    if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        return f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)} ready"
+    if kind == "DaemonSet":
+        return f"{status.get('numberReady', 0)}/{status.get('desiredNumberScheduled', 0)} ready"
+    if kind == "Job":
+        return f"succeeded {status.get('succeeded', 0)}, failed {status.get('failed', 0)}"
+    if kind == "PersistentVolumeClaim":
+        return str(status.get("phase") or "")
+    return None
+
+
+def _pod_refs(pod: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(kind, name, relation) of what a pod spec references by name."""
+    spec = pod.get("spec") or {}
+    refs: list[tuple[str, str, str]] = []
+    for v in spec.get("volumes") or []:
+        if "configMap" in v:
+            refs.append(("ConfigMap", str(v["configMap"].get("name")), "mounts"))
+        if "secret" in v:
+            refs.append(("Secret", str(v["secret"].get("secretName")), "mounts"))
+        if "persistentVolumeClaim" in v:
+            refs.append(("PersistentVolumeClaim", str(v["persistentVolumeClaim"].get("claimName")), "mounts"))
+        for src in (v.get("projected") or {}).get("sources") or []:
+            if "configMap" in src:
+                refs.append(("ConfigMap", str(src["configMap"].get("name")), "mounts"))
+            if "secret" in src:
+                refs.append(("Secret", str(src["secret"].get("name")), "mounts"))
+    for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        for e in c.get("env") or []:
+            vf = e.get("valueFrom") or {}
+            if "configMapKeyRef" in vf:
+                refs.append(("ConfigMap", str(vf["configMapKeyRef"].get("name")), "env-from"))
+            if "secretKeyRef" in vf:
+                refs.append(("Secret", str(vf["secretKeyRef"].get("name")), "env-from"))
+        for e in c.get("envFrom") or []:
+            if "configMapRef" in e:
+                refs.append(("ConfigMap", str(e["configMapRef"].get("name")), "env-from"))
+            if "secretRef" in e:
+                refs.append(("Secret", str(e["secretRef"].get("name")), "env-from"))
+    for s in spec.get("imagePullSecrets") or []:
+        refs.append(("Secret", str(s.get("name")), "pulls-with"))
+    return list(dict.fromkeys(refs))
+
+
+async def _read_namespace(
+    reader: KubeReader, namespace: str, token: str | None
+) -> dict[str, list[dict[str, Any]]]:
+    async def one(key: str, path: str) -> tuple[str, list[dict[str, Any]]]:
+        try:
+            data = await reader.client.get_json(path.format(ns=namespace), None, token)
+        except KubeApiError:
+            return key, []
+        return key, list(data.get("items") or [])
+
+    got = await asyncio.gather(*(one(k, p) for k, p in _SUBGRAPH_LISTS.items()))
+    return dict(got)
+
+
+def _build(namespace: str, objs: dict[str, list[dict[str, Any]]]) -> _Graph:
+    g = _Graph(namespace)
+    existing: dict[tuple[str, str], bool] = {}
+    for key, items in objs.items():
+        kind = _KIND_OF.get(key)
+        if kind is None:
+            continue
+        for o in items:
+            name = str((o.get("metadata") or {}).get("name"))
+            existing[(kind, name)] = True
+            g.add(kind, name, status=_status_of(kind, o))
+    for key, items in objs.items():
+        kind = _KIND_OF.get(key)
+        if kind is None:
+            continue
+        for o in items:
+            meta = o.get("metadata") or {}
+            me = g.node_id(kind, str(meta.get("name")))
+            for ref in meta.get("ownerReferences") or []:
+                g.link(me, g.add(str(ref.get("kind")), str(ref.get("name"))), "owned-by")
+    pods = objs.get("pods", [])
+    for p in pods:
+        meta = p.get("metadata") or {}
+        pid = g.node_id("Pod", str(meta.get("name")))
+        node = (p.get("spec") or {}).get("nodeName")
+        if node:
+            g.link(pid, g.add("Node", str(node), cluster_scoped=True), "runs-on")
+        for kind, name, rel in _pod_refs(p):
+            exists = existing.get((kind, name), False)
+            g.link(pid, g.add(kind, name, **({} if exists else {"missing": True})), rel)
+    for pvc in objs.get("pvcs", []):
+        meta, spec = pvc.get("metadata") or {}, pvc.get("spec") or {}
+        cid = g.node_id("PersistentVolumeClaim", str(meta.get("name")))
+        if spec.get("volumeName"):
+            g.link(cid, g.add("PersistentVolume", str(spec["volumeName"]), cluster_scoped=True), "bound-to")
+        if spec.get("storageClassName"):
+            g.link(cid, g.add("StorageClass", str(spec["storageClassName"]), cluster_scoped=True), "class")
+    eps = {str((e.get("metadata") or {}).get("name")): e for e in objs.get("endpoints", [])}
+    for svc in objs.get("services", []):
+        meta, spec = svc.get("metadata") or {}, svc.get("spec") or {}
+        name = str(meta.get("name"))
+        sid = g.node_id("Service", name)
+        ready = sum(len(s.get("addresses") or []) for s in (eps.get(name) or {}).get("subsets") or [])
+        g.nodes[sid]["ready_endpoints"] = ready
+        for p in pods:
+            if label_match(spec.get("selector"), (p.get("metadata") or {}).get("labels") or {}):
+                g.link(sid, g.node_id("Pod", str((p.get("metadata") or {}).get("name"))), "selects")
+    for ing in objs.get("ingresses", []):
+        iid = g.node_id("Ingress", str((ing.get("metadata") or {}).get("name")))
+        for rule in (ing.get("spec") or {}).get("rules") or []:
+            for path in ((rule.get("http") or {}).get("paths")) or []:
+                svc = ((path.get("backend") or {}).get("service") or {}).get("name")
+                if svc:
+                    exists = existing.get(("Service", str(svc)), False)
+                    g.link(
+                        iid, g.add("Service", str(svc), **({} if exists else {"missing": True})), "routes-to"
+                    )
+        cls = (ing.get("spec") or {}).get("ingressClassName")
+        if cls:
+            g.link(iid, g.add("IngressClass", str(cls), cluster_scoped=True), "class")
+    for hpa in objs.get("hpas", []):
+        hid = g.node_id("HorizontalPodAutoscaler", str((hpa.get("metadata") or {}).get("name")))
+        ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
+        if ref.get("name"):
+            g.link(hid, g.add(str(ref.get("kind")), str(ref.get("name"))), "scales")
+    for key, rel, sel_path in (
+        ("pdbs", "protects", ("spec", "selector")),
+        ("networkpolicies", "applies-to", ("spec", "podSelector")),
+    ):
+        kind = _KIND_OF[key]
+        for o in objs.get(key, []):
+            oid = g.node_id(kind, str((o.get("metadata") or {}).get("name")))
+            sel = (o.get(sel_path[0]) or {}).get(sel_path[1])
+            for p in pods:
+                labels = (p.get("metadata") or {}).get("labels") or {}
+                if label_match(sel, labels) or (key == "networkpolicies" and sel == {}):
+                    g.link(oid, g.node_id("Pod", str((p.get("metadata") or {}).get("name"))), rel)
+    return g
+
+
+async def subgraph(
+    reader: KubeReader,
+    namespace: str,
+    kind: str,
+    name: str,
+    hops: int = 2,
+    budget: int = 2000,
+    token: str | None = None,
+) -> dict[str, Any]:
+    """Nodes within ``hops`` of ``kind/name`` and the edges between them, breadth first, trimmed
+    so the JSON stays within ``budget`` tokens (about 4 characters each)."""
+    k = await reader.resolve_kind(kind, token)
+    objs = await _read_namespace(reader, namespace, token)
+    g = _build(namespace, objs)
+    focus = g.node_id(k.kind, name)
+    if focus not in g.nodes:
+        raise KubeApiError(404, "NotFound", f'{k.kind} "{name}" not found in namespace {namespace}', focus)
+    adjacent: dict[str, list[tuple[str, str, str]]] = {}
+    for a, b, rel in g.edges:
+        adjacent.setdefault(a, []).append((a, b, rel))
+        adjacent.setdefault(b, []).append((a, b, rel))
+    seen = {focus: 0}
+    order = [focus]
+    queue = deque([focus])
+    while queue:
+        cur = queue.popleft()
+        if seen[cur] >= hops:
+            continue
+        for a, b, _rel in adjacent.get(cur, []):
+            other = b if a == cur else a
+            if other not in seen:
+                seen[other] = seen[cur] + 1
+                order.append(other)
+                queue.append(other)
+    limit = max(200, budget) * 4
+    kept: list[str] = []
+    size = 200
+    trimmed = 0
+    for nid in order:
+        cost = len(json.dumps(g.nodes[nid])) + 40
+        if size + cost > limit and nid != focus:
+            trimmed += 1
+            continue
+        kept.append(nid)
+        size += cost
+    keep = set(kept)
+    edges = [{"from": a, "to": b, "rel": rel} for a, b, rel in g.edges if a in keep and b in keep]
+    out: dict[str, Any] = {
+        "namespace": namespace,
+        "focus": focus,
+        "hops": hops,
+        "nodes": [g.nodes[n] | {"hops": seen[n]} for n in kept],
+        "edges": edges,
+    }
+    if trimmed:
+        out["trimmed"] = f"{trimmed} more node(s) beyond the {budget}-token budget were left out"
+    return out
