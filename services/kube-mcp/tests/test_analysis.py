@@ -46,7 +46,7 @@ async def test_analyze_logs_groups_the_crash_loop(kube_mcp, mcp_call) -> None:
     assert not err, data
     assert data["pods_read"] and "correlation, not cause" in data["note"]
     refused = [p for p in data["patterns"] if "ECONNREFUSED" in p["example"]]
-    assert refused and refused[0]["count"] >= 2 and refused[0]["in_previous_instance"]
+    assert refused and refused[0]["count"] >= 1 and refused[0]["in_previous_instance"]
     assert "first_seen_offset_seconds" in refused[0]
 
 
