@@ -123,6 +123,7 @@ class FakeAgent:
     jobs: list[InvestigationJob] = field(default_factory=list)
     raw: list[bytes] = field(default_factory=list)
     _task: asyncio.Task[None] | None = None
+    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def start(self) -> FakeAgent:
         js = self.nc.jetstream()
@@ -133,7 +134,11 @@ class FakeAgent:
         return self
 
     async def _run(self, sub: Any) -> None:
-        while True:
+        # A stop flag, not only cancellation: on Python 3.11 a cancel that lands while nats-py's
+        # fetch sees its pull request expire (the server's 408 and the client's timeout at the
+        # same instant) is swallowed inside asyncio.wait_for, and a loop that only stops when
+        # cancelled then polls forever (this hung the suite until the 120 s pytest timeout).
+        while not self._stopping.is_set():
             try:
                 msgs = await sub.fetch(1, timeout=0.5)
             except NatsTimeoutError:
@@ -146,10 +151,14 @@ class FakeAgent:
                 await self.behaviour(self.nc, self.subjects, job)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        self._stopping.set()
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        # The flag ends the loop within one fetch timeout even if the cancel is swallowed.
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(task, 5.0)
 
 
 @dataclass
@@ -170,7 +179,9 @@ class Stack:
     async def sse(self, token: str, query: str) -> list[tuple[str, dict[str, Any]]]:
         """POST /v1/query?stream=1 and parse the Server-Sent Events."""
         events: list[tuple[str, dict[str, Any]]] = []
-        async with self.client.stream(
+        # Bounded as a whole (the client's timeout is per read): a stream that never ends fails
+        # the test in seconds instead of hanging it.
+        async with asyncio.timeout(self.settings.gateway.answer_timeout + 10.0), self.client.stream(
             "POST", "/v1/query?stream=1", json={"query": query}, headers=auth(token)
         ) as resp:
             assert resp.status_code == 200, await resp.aread()

@@ -98,13 +98,13 @@ class JobWatch:
         return self
 
     async def close(self) -> None:
-        if self._closed:
-            return
+        """Unsubscribe. Safe to call again: a close cut short (a stream cancelled when its client
+        went away) is finished by the next call (the response's background task)."""
         self._closed = True
-        for sub in self._subs:
+        while self._subs:
             with contextlib.suppress(NatsError):
-                await sub.unsubscribe()
-        self._subs.clear()
+                await self._subs[-1].unsubscribe()
+            self._subs.pop()
 
     async def _on_done(self, msg: Msg) -> None:
         try:
