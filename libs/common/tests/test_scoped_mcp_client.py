@@ -103,9 +103,21 @@ async def test_refuses_before_sending(mcp_url: tuple[str, MCPServer]) -> None:
         assert r.status == "denied" and "team-a" in r.error
         r = await c.call("list_nodes", {})
         assert r.status == "denied"
-        r = await c.call("list_pods", {})
-        assert r.status == "denied"
+        r = await c.call("get_pod", {"namespace": "team-a"})  # name missing: the schema says so
+        assert r.status == "denied" and r.reason == "invalid_arguments" and "name" in r.error
         assert srv.calls == before  # type: ignore[attr-defined]
+
+
+async def test_no_namespace_fans_out_over_the_callers_namespaces(mcp_url: tuple[str, MCPServer]) -> None:
+    url, srv = mcp_url
+    two = Scope.of(["team-a", "shop"])
+    async with ScopedMcpClient(_settings(url), two, cluster="demo", user="alice") as c:
+        before = len(srv.calls)  # type: ignore[attr-defined]
+        r = await c.call("list_pods", {})
+        assert r.status == "ok" and r.calls == 2
+        assert sorted(srv.calls[before:]) == ["list_pods:shop", "list_pods:team-a"]  # type: ignore[attr-defined]
+        # The misbehaving server answered team-a and team-b both times: team-b is gone.
+        assert [p["name"] for p in r.data["items"]] == ["api-1", "api-1"] and r.removed == 2
 
 
 async def test_text_results_pinned_and_unpinned(mcp_url: tuple[str, MCPServer]) -> None:

@@ -25,6 +25,8 @@ __all__ = [
     "NatsSettings",
     "RedisSettings",
     "ServiceSettings",
+    "ToolCapsSettings",
+    "ToolRuleSettings",
     "load_settings",
 ]
 
@@ -54,6 +56,26 @@ class LoggingSettings(_Group):
     """JSON lines (deployments) instead of plain text (local runs)."""
 
 
+class ToolRuleSettings(_Group):
+    """How one tool carries namespaces in its arguments (config ``tool_rules``; DESIGN §2 step 1).
+    Rules learned from a server's tool list fill in tools not named here."""
+
+    namespace_args: list[str] = Field(default_factory=lambda: ["namespace"])
+    """Arguments holding one namespace each."""
+    namespace_list_args: list[str] = Field(default_factory=lambda: ["namespaces"])
+    """Arguments holding a list (or comma-separated string) of namespaces."""
+    ref_args: list[str] = Field(default_factory=list)
+    """Arguments holding ``ns/name`` references."""
+    promql_args: list[str] = Field(default_factory=list)
+    """Arguments holding PromQL, pinned to the caller's namespaces before the call."""
+    namespaced: bool = True
+    """The tool reads namespaced data: a scoped caller must name (or fan out over) namespaces."""
+    fan_out: bool = True
+    """A scoped caller who leaves the namespace out gets one call per own namespace, merged."""
+    cluster_admin_only: bool = False
+    """Only callers with cluster-wide access may use (or see) the tool."""
+
+
 class McpServerSettings(_Group):
     name: str = "kube"
     """Short name of the server, used in tool names and audit events."""
@@ -67,6 +89,21 @@ class McpServerSettings(_Group):
     """Forward the caller's identity as X-Remote-User; the server scopes itself."""
     allow_tools: list[str] | None = None
     """If set, the only tools used from this server."""
+    tool_rules: dict[str, ToolRuleSettings] = Field(default_factory=dict)
+    """Per-tool argument rules, by tool name (override what is learned from the tool list)."""
+    filter_bytes: int = 4_000_000
+    """Results larger than this are withheld from scoped callers as too large to check."""
+    max_fan_out: int = 20
+    """Most namespaces one call fans out over (more: the caller is asked to name one)."""
+
+
+class ToolCapsSettings(_Group):
+    """Budgets of what a model reads from tools (DESIGN §2 step 5)."""
+
+    result_chars: int = 40_000
+    """Characters of one tool result shown to a model; the rest is cut with a note."""
+    round_chars: int = 120_000
+    """Characters of all results of one round of calls (one model turn) together."""
 
 
 class ClusterSettings(_Group):
@@ -100,6 +137,8 @@ class AuthzSettings(_Group):
     """Seconds a client waits for authz-cache before answering "authorization is unavailable"."""
     review_concurrency: int = 8
     """Parallel per-namespace SubjectAccessReviews per scope resolution."""
+    resolve_cache_ttl: float = 10.0
+    """Seconds authz-cache keeps a cluster's IP → namespace index (``sleuth.authz.resolve``)."""
     backend_timeout: float = 2.0
     """Seconds for one call to a cluster's API. Keep it below ``request_timeout`` so a hung
     cluster is reported as a cluster error instead of timing the whole request out."""
@@ -117,6 +156,10 @@ class ServiceSettings(BaseSettings):
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     clusters: list[ClusterSettings] = Field(default_factory=list)
     authz: AuthzSettings = Field(default_factory=AuthzSettings)
+    tool_caps: ToolCapsSettings = Field(default_factory=ToolCapsSettings)
+    global_mcp_servers: list[McpServerSettings] = Field(default_factory=list)
+    """Namespace-agnostic MCP servers (documentation, runbooks) offered with every cluster:
+    no namespace rules, no result filter; redaction, markers and caps still apply."""
 
     @classmethod
     def settings_customise_sources(

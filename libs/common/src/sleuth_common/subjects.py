@@ -47,6 +47,26 @@ class Subjects:
     def chat_outbound(self) -> str:
         return f"{self.prefix}.chat.outbound"
 
+    @property
+    def alerts_ingest(self) -> str:
+        return f"{self.prefix}.alerts.ingest"
+
+    def alerts_result(self, job_id: str) -> str:
+        """Reply subject of alert investigations (captured by the ALERTS stream, so an answer
+        survives a restart of the alerts service)."""
+        return f"{self.prefix}.alerts.results.{job_id}"
+
+    @property
+    def alerts_results_all(self) -> str:
+        return f"{self.prefix}.alerts.results.*"
+
+    def alerts_channels(self, op: str) -> str:
+        return f"{self.prefix}.alerts.channels.{op}"
+
+    @property
+    def alerts_channels_all(self) -> str:
+        return f"{self.prefix}.alerts.channels.*"
+
     def audit(self, kind: str) -> str:
         return f"{self.prefix}.audit.{kind}"
 
@@ -62,6 +82,10 @@ class Subjects:
     @property
     def stream_chat(self) -> str:
         return f"{self.prefix.upper().replace('.', '_')}_CHAT"
+
+    @property
+    def stream_alerts(self) -> str:
+        return f"{self.prefix.upper().replace('.', '_')}_ALERTS"
 
     @property
     def agent_durable(self) -> str:

@@ -147,7 +147,9 @@ class _Accumulator:
                 entry.update(id=block.id, name=block.name, input=getattr(block, "input", None))
             self.blocks[event.index] = entry
         elif kind == "content_block_delta":
-            entry = self.blocks.setdefault(event.index, {"type": "text", "text": "", "json": "", "done": False})
+            entry = self.blocks.setdefault(
+                event.index, {"type": "text", "text": "", "json": "", "done": False}
+            )
             delta = event.delta
             if delta.type == "text_delta":
                 entry["text"] += delta.text
@@ -176,7 +178,8 @@ class _Accumulator:
                 if b["json"].strip():
                     args = _decode(b["name"], b["json"])
                 else:
-                    args = b.get("input") if isinstance(b.get("input"), dict) else {}
+                    start = b.get("input")
+                    args = start if isinstance(start, dict) else {}
                 calls.append(ToolCall(b["id"], b["name"], args))
         return LlmResponse(
             "".join(text),
@@ -212,7 +215,12 @@ def anthropic_messages(messages: tuple[ChatMessage, ...] | list[ChatMessage]) ->
         if m.role == "tool":
             role = "user"
             blocks = [
-                {"type": "tool_result", "tool_use_id": o.call_id, "content": o.content, "is_error": o.is_error}
+                {
+                    "type": "tool_result",
+                    "tool_use_id": o.call_id,
+                    "content": o.content,
+                    "is_error": o.is_error,
+                }
                 for o in m.tool_outputs
             ]
         else:

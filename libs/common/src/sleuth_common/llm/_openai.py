@@ -93,8 +93,13 @@ class OpenAIClient(LlmClient):
         if finish is None:
             raise IncompleteResponse("the JSON answer has no finish_reason")
         calls = tuple(
-            ToolCall(str(c.get("id") or f"call_{i}"), (c.get("function") or {}).get("name", ""),
-                     _decode((c.get("function") or {}).get("name", ""), (c.get("function") or {}).get("arguments")))
+            ToolCall(
+                str(c.get("id") or f"call_{i}"),
+                (c.get("function") or {}).get("name", ""),
+                _decode(
+                    (c.get("function") or {}).get("name", ""), (c.get("function") or {}).get("arguments")
+                ),
+            )
             for i, c in enumerate(message.get("tool_calls") or [])
         )
         usage = body.get("usage") or {}
@@ -146,8 +151,14 @@ class _Accumulator:
             ToolCall(c["id"] or f"call_{i}", c["name"], _decode(c["name"], c["args"]))
             for i, c in sorted(self.calls.items())
         )
-        return LlmResponse("".join(self.text), calls, _STOP.get(self.finish_reason, "other"), self.usage, self.model, "openai")
-
+        return LlmResponse(
+            "".join(self.text),
+            calls,
+            _STOP.get(self.finish_reason, "other"),
+            self.usage,
+            self.model,
+            "openai",
+        )
 
 
 def _decode(tool: str, raw: Any) -> dict[str, Any]:
@@ -164,17 +175,24 @@ def _decode(tool: str, raw: Any) -> dict[str, Any]:
     return args
 
 
-def openai_messages(system: str, messages: tuple[ChatMessage, ...] | list[ChatMessage]) -> list[dict[str, Any]]:
+def openai_messages(
+    system: str, messages: tuple[ChatMessage, ...] | list[ChatMessage]
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for m in messages:
         if m.role == "tool":
-            out.extend({"role": "tool", "tool_call_id": o.call_id, "content": o.content} for o in m.tool_outputs)
+            out.extend(
+                {"role": "tool", "tool_call_id": o.call_id, "content": o.content} for o in m.tool_outputs
+            )
         elif m.role == "assistant":
             msg: dict[str, Any] = {"role": "assistant", "content": m.text or None}
             if m.tool_calls:
                 msg["tool_calls"] = [
-                    {"id": c.id, "type": "function",
-                     "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    }
                     for c in m.tool_calls
                 ]
             out.append(msg)

@@ -5,18 +5,32 @@ one cluster. Every call is argument-checked before it is sent and its result fil
 is returned; failures come back as ``ToolResult(status="error")``, never as exceptions.
 """
 
-from sleuth_common.mcp._client import ScopedMcpClient
+from sleuth_common.mcp._client import ScopedMcpClient, rules_for_server
 from sleuth_common.mcp._commands import kubectl_command
 from sleuth_common.mcp._mux import ClusterTools
-from sleuth_common.mcp._result import AuditCallback, ToolAuditEvent, ToolInfo, ToolResult, ToolStatus
+from sleuth_common.mcp._resolve import IpResolver, bus_resolver, current_resolver, use_resolver
+from sleuth_common.mcp._result import (
+    AuditCallback,
+    AuditOutcome,
+    ToolAuditEvent,
+    ToolInfo,
+    ToolResult,
+    ToolStatus,
+)
 
 __all__ = [
     "AuditCallback",
+    "AuditOutcome",
     "ClusterTools",
+    "IpResolver",
     "ScopedMcpClient",
     "ToolAuditEvent",
     "ToolInfo",
     "ToolResult",
     "ToolStatus",
+    "bus_resolver",
+    "current_resolver",
     "kubectl_command",
+    "rules_for_server",
+    "use_resolver",
 ]

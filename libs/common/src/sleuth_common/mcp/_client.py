@@ -27,14 +27,19 @@ from mcp.client.streamable_http import streamable_http_client
 from sleuth_common.config import McpServerSettings
 from sleuth_common.mcp._commands import kubectl_command
 from sleuth_common.mcp._result import AuditCallback, ToolAuditEvent, ToolInfo, ToolResult, ToolStatus
+from sleuth_common.mcp._resolve import IpResolver, current_resolver
+from sleuth_common.redact import redact_text
 from sleuth_common.scope import (
+    FilterOutcome,
     Scope,
     ToolRule,
     ToolRules,
-    check_arguments,
+    cap_text,
     default_rules,
     filter_result,
-    pinned_by_arguments,
+    parse_result,
+    prepare_call,
+    strip_markers,
 )
 
 __all__ = ["ScopedMcpClient"]
@@ -42,6 +47,26 @@ __all__ = ["ScopedMcpClient"]
 log = logging.getLogger(__name__)
 
 _MAX_ERROR_CHARS = 500
+_CLUSTER_WIDE = Scope(frozenset(), cluster_wide=True)
+_GLOBAL_RULE = ToolRule(namespace_args=(), namespace_list_args=(), namespaced=False, fan_out=False)
+
+
+def rules_for_server(server: McpServerSettings, base: ToolRules | None = None) -> ToolRules:
+    """``base`` (default: Sleuth's kube-mcp rules) with the server's configured ``tool_rules``
+    on top. Each client gets its own table (rules learned from one server stay with it)."""
+    base = base if base is not None else default_rules()
+    rules = ToolRules(dict(base.rules), base.default)
+    for name, rs in server.tool_rules.items():
+        rules.rules[name] = ToolRule(
+            namespace_args=tuple(rs.namespace_args),
+            namespace_list_args=tuple(rs.namespace_list_args),
+            ref_args=tuple(rs.ref_args),
+            namespaced=rs.namespaced,
+            cluster_admin_only=rs.cluster_admin_only,
+            promql_args=tuple(rs.promql_args),
+            fan_out=rs.fan_out,
+        )
+    return rules
 
 
 class ScopedMcpClient:
@@ -50,7 +75,15 @@ class ScopedMcpClient:
     ``c.tools`` lists what this caller may use; ``await c.call(tool, args)`` returns a
     ``ToolResult``. ``on_audit`` (sync or async) receives a ``ToolAuditEvent`` per call.
     ``headers`` are sent with every HTTP request (``self_authorized`` servers also get
-    ``X-Remote-User``). ``max_result_bytes``: larger results are withheld (fail closed).
+    ``X-Remote-User`` — the authenticated ``user``, never anything from arguments; with no user
+    every call is refused). ``max_result_bytes`` overrides the server's ``filter_bytes``: larger
+    results are withheld (fail closed). ``max_result_chars`` caps ``text`` (what a model reads).
+    ``resolver`` resolves IPs for the filter (default: ``current_resolver()`` at call time).
+    ``is_global``: a namespace-agnostic server (no namespace rules, no result filter).
+
+    The call path (the single choke point, DESIGN §2): allow_tools → identity → JSON schema →
+    namespace rules / cluster-admin-only / PromQL pinning → (fan-out over the caller's
+    namespaces) → server → markers stripped → filter (IPs resolved on demand) → redaction → cap.
     """
 
     def __init__(
@@ -64,17 +97,30 @@ class ScopedMcpClient:
         on_audit: AuditCallback | None = None,
         connect_timeout: float = 5.0,
         headers: Mapping[str, str] | None = None,
-        max_result_bytes: int | None = 4_000_000,
+        max_result_bytes: int | None = None,
+        max_result_chars: int | None = 40_000,
+        resolver: IpResolver | None = None,
+        is_global: bool = False,
     ) -> None:
+        if max_result_bytes is not None:
+            server = server.model_copy(update={"filter_bytes": max_result_bytes})
         self.server = server
         self.scope = scope
         self.cluster = cluster
         self.user = user
-        self.rules = rules if rules is not None else default_rules()
+        self.is_global = is_global
+        self.rules = rules_for_server(server, rules)
+        if is_global:
+            self.rules.default = _GLOBAL_RULE
+            self.rules.rules = {k: v for k, v in self.rules.rules.items() if k in server.tool_rules}
         self.on_audit = on_audit
         self.connect_timeout = connect_timeout
-        self.max_result_bytes = max_result_bytes
-        self._headers = dict(headers or {})
+        self.max_result_bytes = server.filter_bytes
+        self.max_result_chars = max_result_chars
+        self.resolver = resolver
+        # Identity headers come only from the authenticated caller, never from tool arguments
+        # or caller-supplied headers.
+        self._headers = {k: v for k, v in (headers or {}).items() if k.lower() != "x-remote-user"}
         if server.self_authorized and user:
             self._headers["X-Remote-User"] = user
         self._client: Client | None = None
@@ -162,7 +208,10 @@ class ScopedMcpClient:
             page = await client.list_tools(cursor=cursor)
             for tool in page.tools:
                 meta = tool.meta or {}
-                self.rules.learn(tool.name, ToolRule.from_tool(tool.input_schema, meta, tool.description))
+                learned = ToolRule.from_tool(tool.input_schema, meta, tool.description)
+                if self.is_global:
+                    learned = dataclasses.replace(_GLOBAL_RULE, cluster_admin_only=learned.cluster_admin_only)
+                self.rules.learn(tool.name, learned)
                 self._listed[tool.name] = ToolInfo(
                     tool.name, tool.description or "", dict(tool.input_schema or {}), self.server.name
                 )
@@ -214,56 +263,99 @@ class ScopedMcpClient:
             )
 
         if self.server.allow_tools is not None and tool not in self.server.allow_tools:
-            return res("denied", error=f"{tool} is not enabled on {self.server.name}")
-        refusal = check_arguments(tool, args, self.scope, self.rules)
-        if refusal is not None:
-            return res("denied", error=refusal.message)
+            return res("denied", error=f"{tool} is not enabled on {self.server.name}", reason="not_enabled")
+        if self.server.self_authorized and not self.user:
+            return res(
+                "denied",
+                error=f"{self.server.name} acts as the caller and needs an authenticated identity; none was given",
+                reason="no_identity",
+            )
+        info = self._listed.get(tool)
+        prep = prepare_call(
+            tool,
+            args,
+            self.scope,
+            self.rules,
+            schema=info.input_schema if info is not None else None,
+            max_fan_out=self.server.max_fan_out,
+        )
+        if prep.refusal is not None:
+            return res("denied", error=prep.refusal.message, reason=prep.refusal.reason)
+        sent = prep.args
         client = self._client
         if client is None:
-            return res("error", error=self._error or f"unavailable: {self.server.name} is not connected")
+            return res("error", error=self._error or f"unavailable: {self.server.name} is not connected",
+                       reason="unavailable")
         if self._listed and tool not in self._listed:
-            return res("error", error=f"{self.server.name} has no tool {tool}")
+            return res("error", error=f"{self.server.name} has no tool {tool}", reason="unknown_tool")
         limit = timeout if timeout is not None else self.server.timeout
+        calls = 1
+        if prep.fan_out:
+            calls = len(prep.fan_out)
+            answers = await asyncio.gather(
+                *(self._send(client, tool, {**sent, prep.namespace_arg: ns}, limit) for ns in prep.fan_out)
+            )
+            text, failure = _merge(list(zip(prep.fan_out, answers, strict=True)))
+        else:
+            text, failure = await self._send(client, tool, sent, limit)
+        if failure is not None:
+            kind, message = failure
+            if kind == "unavailable":
+                return res("error", error=message, reason="unavailable", calls=calls)
+            # The arguments were in scope, so the server's own error is about the caller's
+            # namespaces; still cluster text: markers stripped, credentials redacted.
+            shown, _n = redact_text(strip_markers(message))
+            return res("error", error=_short(shown) or f"{tool} failed on {self.server.name}",
+                       reason="server_error", server_error=True, calls=calls)
+        scope = _CLUSTER_WIDE if (self.server.unscoped or self.is_global) else self.scope
+        outcome = filter_result(text, scope, pinned=prep.pinned, max_bytes=self.server.filter_bytes)
+        if outcome.unresolved_ips:
+            resolver = self.resolver or current_resolver()
+            if resolver is not None:
+                ips = await _resolve(resolver, self.cluster, sorted(outcome.unresolved_ips))
+                if ips:
+                    outcome = filter_result(
+                        text, scope, pinned=prep.pinned, max_bytes=self.server.filter_bytes, ips=ips
+                    )
+        if outcome.outcome == "withheld":
+            return res("withheld", error=outcome.reason, reason=_withheld_code(outcome), calls=calls)
+        shown, cut = cap_text(outcome.text, self.max_result_chars)
+        return res(
+            "ok", data=outcome.data, text=shown, removed=outcome.removed, redacted=outcome.redacted,
+            cut=cut, calls=calls,
+        )
+
+    async def _send(
+        self, client: Client, tool: str, args: dict[str, Any], limit: float
+    ) -> tuple[str, tuple[str, str] | None]:
+        """One request: ``(text, None)``, or ``("", (kind, message))`` with kind ``unavailable``
+        or ``server`` (the tool answered with an error)."""
         try:
-            raw = await asyncio.wait_for(
-                client.call_tool(tool, args, read_timeout_seconds=limit), limit + 0.5
-            )
+            raw = await asyncio.wait_for(client.call_tool(tool, args, read_timeout_seconds=limit), limit + 0.5)
         except TimeoutError:
-            return res(
-                "error", error=f"unavailable: {self.server.name} did not answer {tool} within {limit:g}s"
-            )
+            return "", ("unavailable", f"unavailable: {self.server.name} did not answer {tool} within {limit:g}s")
         except Exception as exc:  # a remote failure of any kind is a result, not an exception
-            return res("error", error=f"unavailable: {self.server.name}: {_describe(exc)}")
+            return "", ("unavailable", f"unavailable: {self.server.name}: {_describe(exc)}")
         text = _text_of(raw)
         if raw.is_error:
-            # The arguments were in scope, so the server's own error names only what the caller may see.
-            return res("error", error=_short(text) or f"{tool} failed on {self.server.name}")
-        if self.server.unscoped:
-            return res("ok", data=_parse(text), text=text)
-        pinned = pinned_by_arguments(tool, args, self.scope, self.rules)
-        outcome = filter_result(text, self.scope, pinned=pinned, max_bytes=self.max_result_bytes)
-        if outcome.outcome == "withheld":
-            return res("withheld", error=outcome.reason)
-        data = outcome.data
-        shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-        return res("ok", data=data, text=shown, removed=outcome.removed)
+            return "", ("server", text)
+        return text, None
 
     async def _audit(self, result: ToolResult) -> None:
         if self.on_audit is None:
             return
-        if result.status == "ok":
-            outcome = "filtered" if result.removed else "allowed"
-        else:
-            outcome = result.status
         event = ToolAuditEvent(
             self.user,
             self.cluster,
             self.server.name,
             result.tool,
-            outcome,  # type: ignore[arg-type]
+            result.audit_outcome,
             result.removed,
             result.duration_ms,
-            result.error[:200],
+            result.reason,
+            redacted=result.redacted,
+            cut=result.cut,
+            calls=result.calls,
         )
         try:
             maybe = self.on_audit(event)
@@ -281,11 +373,56 @@ def _text_of(raw: Any) -> str:
     return text
 
 
-def _parse(text: str) -> Any:
+async def _resolve(resolver: IpResolver, cluster: str, ips: list[str]) -> dict[str, str]:
     try:
-        return json.loads(text)
-    except ValueError:
-        return text
+        got = await resolver(cluster, ips)
+    except Exception:  # a resolver is an edge (the bus): unresolved, so the result stays withheld
+        log.warning("IP resolver failed", exc_info=True)
+        return {}
+    return {str(k): str(v) for k, v in (got or {}).items() if v}
+
+
+def _withheld_code(outcome: FilterOutcome) -> str:
+    if outcome.unresolved_ips:
+        return "unresolved_ips"
+    if outcome.reason.startswith("This result was withheld: it is larger"):
+        return "too_large"
+    if outcome.structured:
+        return "foreign_document"
+    return "unpinned_text"
+
+
+def _merge(parts: list[tuple[str, tuple[str, tuple[str, str] | None]]]) -> tuple[str, tuple[str, str] | None]:
+    """Merge the answers of a call fanned out over namespaces. Failures in some namespaces
+    (typically "not found") are dropped when another namespace answered."""
+    good = [(ns, text) for ns, (text, failure) in parts if failure is None]
+    if not good:
+        return "", parts[0][1][1]
+    parsed = [(ns, text, *parse_result(text)) for ns, text in good]
+    if all(structured for _ns, _t, _d, structured in parsed):
+        values = [data for _ns, _t, data, _s in parsed]
+        return json.dumps(_merge_values(values), ensure_ascii=False, default=str), None
+    if len(good) == 1:
+        return good[0][1], None
+    return "\n".join(f"# namespace {ns}\n{text}" for ns, text in good), None
+
+
+def _merge_values(values: list[Any]) -> Any:
+    if all(isinstance(v, list) for v in values):
+        return [x for v in values for x in v]
+    if all(isinstance(v, dict) for v in values):
+        merged: dict[str, Any] = {}
+        for v in values:
+            for k, x in v.items():
+                if k in merged and isinstance(merged[k], list) and isinstance(x, list):
+                    merged[k] = merged[k] + x
+                elif k in merged and isinstance(merged[k], int | float) and isinstance(x, int | float) \
+                        and not isinstance(x, bool) and k in ("count", "total", "removed"):
+                    merged[k] = merged[k] + x
+                else:
+                    merged.setdefault(k, x)
+        return merged
+    return values
 
 
 def _short(text: str) -> str:

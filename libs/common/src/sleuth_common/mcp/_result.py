@@ -6,9 +6,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["AuditCallback", "ToolAuditEvent", "ToolInfo", "ToolResult", "ToolStatus"]
+from sleuth_common.scope import mark
+
+__all__ = ["AuditCallback", "AuditOutcome", "ToolAuditEvent", "ToolInfo", "ToolResult", "ToolStatus"]
 
 ToolStatus = Literal["ok", "denied", "withheld", "error"]
+AuditOutcome = Literal["ok", "filtered", "withheld", "denied", "error"]
 
 
 @dataclass(frozen=True)
@@ -35,10 +38,38 @@ class ToolResult:
     cluster: str = ""
     args: dict[str, Any] = field(default_factory=dict)
     duration_ms: float = 0.0
+    redacted: int = 0
+    """Credential-shaped values replaced in ``data``/``text`` (a count, never the values)."""
+    cut: int = 0
+    """Characters of ``text`` cut to fit the per-result cap (``data`` is complete)."""
+    calls: int = 1
+    """Requests sent to the server (more than one when the call fanned out over namespaces)."""
+    server_error: bool = False
+    """``error`` holds the server's own words (cluster data) rather than Sleuth's."""
+    reason: str = ""
+    """Why not ``ok``, as a code for audits and metrics (``namespace_out_of_scope``,
+    ``invalid_arguments``, ``unresolved_ips``, ``too_large``, ``unpinned_text``, ``unavailable`` …)."""
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def audit_outcome(self) -> AuditOutcome:
+        """``ok``, ``filtered`` (records removed), ``withheld``, ``denied`` or ``error``."""
+        if self.status == "ok":
+            return "filtered" if self.removed else "ok"
+        return self.status
+
+    def for_model(self) -> str:
+        """What a model reads: the result inside data markers (DESIGN §2 step 4), or Sleuth's
+        own message for a refused or withheld call. Server errors are cluster data: marked too."""
+        source = f"{self.cluster}/{self.server}.{self.tool}".strip("/.")
+        if self.status == "ok":
+            return mark(self.text, source=source)
+        if self.server_error:
+            return mark(f"error: {self.error}", source=source)
+        return f"[{self.status}] {self.error}"
 
 
 @dataclass(frozen=True)
@@ -60,10 +91,13 @@ class ToolAuditEvent:
     cluster: str
     server: str
     tool: str
-    outcome: Literal["allowed", "filtered", "withheld", "denied", "error"]
+    outcome: AuditOutcome
     removed: int = 0
     duration_ms: float = 0.0
     reason: str = ""
+    redacted: int = 0
+    cut: int = 0
+    calls: int = 1
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +107,9 @@ class ToolAuditEvent:
             "tool": self.tool,
             "outcome": self.outcome,
             "removed": self.removed,
+            "redacted": self.redacted,
+            "cut": self.cut,
+            "calls": self.calls,
             "duration_ms": round(self.duration_ms, 1),
             "reason": self.reason,
         }

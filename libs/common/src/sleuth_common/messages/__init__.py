@@ -1,14 +1,18 @@
 """Message models that cross process boundaries: frozen, tagged with ``kind``, versioned."""
 
+from sleuth_common.messages.alerts import AlertChannelReply, AlertChannelRequest, AlertmanagerAlert, AlertmanagerWebhook
 from sleuth_common.messages.authz import (
     AuthenticateReply,
     AuthenticateRequest,
     ClusterScope,
     InvalidateRequest,
+    ResolveReply,
+    ResolveRequest,
     ScopeReply,
     ScopeRequest,
 )
 from sleuth_common.messages.base import Message
+from sleuth_common.messages.chat import ChatPost, web_channel, web_target
 from sleuth_common.messages.jobs import (
     Action,
     AlertRef,
@@ -24,10 +28,15 @@ from sleuth_common.messages.jobs import (
 
 __all__ = [
     "Action",
+    "AlertChannelReply",
+    "AlertChannelRequest",
     "AlertRef",
+    "AlertmanagerAlert",
+    "AlertmanagerWebhook",
     "AuthenticateReply",
     "AuthenticateRequest",
     "Candidate",
+    "ChatPost",
     "ClusterScope",
     "Evidence",
     "HistoryTurn",
@@ -37,7 +46,11 @@ __all__ = [
     "JobProgress",
     "Message",
     "Requester",
+    "ResolveReply",
+    "ResolveRequest",
     "RootCause",
     "ScopeReply",
     "ScopeRequest",
+    "web_channel",
+    "web_target",
 ]

@@ -13,6 +13,8 @@ __all__ = [
     "AuthenticateRequest",
     "ClusterScope",
     "InvalidateRequest",
+    "ResolveReply",
+    "ResolveRequest",
     "ScopeReply",
     "ScopeRequest",
 ]
@@ -83,3 +85,28 @@ class InvalidateRequest(Message):
     kind: Literal["authz.invalidate"] = "authz.invalidate"
     schema_version: int = 1
     user: str
+
+
+class ResolveRequest(Message):
+    """Which namespaces own these IPs / object names on ``cluster`` (pod IPs, service cluster
+    IPs, endpoint addresses; names of pods and services)."""
+
+    kind: Literal["authz.resolve.request"] = "authz.resolve.request"
+    schema_version: int = 1
+    cluster: str
+    ips: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+
+
+class ResolveReply(Message):
+    """``ips``: IP → owning namespace (an IP absent is unresolvable: callers fail closed).
+    ``names``: name → namespaces holding a pod or service of that name. ``error`` set when the
+    cluster could not be read (then both maps are empty)."""
+
+    kind: Literal["authz.resolve.reply"] = "authz.resolve.reply"
+    schema_version: int = 1
+    cluster: str
+    ips: dict[str, str] = Field(default_factory=dict)
+    names: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    error: str = ""
+    cached: bool = False

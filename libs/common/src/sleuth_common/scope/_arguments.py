@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from sleuth_common.scope._model import Refusal, Scope, ToolRule, ToolRules
+import jsonschema
 
-__all__ = ["check_arguments", "default_rules", "namespaces_in_arguments", "pinned_by_arguments"]
+from sleuth_common.scope._model import Refusal, Scope, ToolRule, ToolRules
+from sleuth_common.scope._promql import pin_promql
+
+__all__ = [
+    "PreparedCall",
+    "check_arguments",
+    "default_rules",
+    "namespaces_in_arguments",
+    "pinned_by_arguments",
+    "prepare_call",
+    "validate_schema",
+]
 
 _ALL_NAMESPACES_FLAGS = ("all_namespaces", "allNamespaces", "all-namespaces", "A")
 
@@ -28,6 +42,11 @@ def default_rules() -> ToolRules:
             # A cluster-scoped kind (no namespace) is a cluster-wide read.
             "get_resource": namespaced,
             "list_nodes": ToolRule(namespaced=False, cluster_admin_only=True),
+            # kubernetes-mcp-server (toolset core): cluster-wide reads of nodes are for
+            # cluster admins; namespaces_list and pods_list are filtered record by record.
+            "nodes_log": ToolRule(namespaced=False, cluster_admin_only=True),
+            "nodes_stats_summary": ToolRule(namespaced=False, cluster_admin_only=True),
+            "nodes_top": ToolRule(namespaced=False, cluster_admin_only=True),
         }
     )
 
@@ -112,3 +131,137 @@ def pinned_by_arguments(
     rule = (rules or default_rules()).rule_for(tool_name)
     named = namespaces_in_arguments(args or {}, rule)
     return bool(named) and all(ns in scope.namespaces for ns in named)
+
+
+# -- the full argument step: schema, rules, PromQL, fan-out ------------------------------------
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """What to send for one call. ``refusal`` set = send nothing. ``fan_out`` = send once per
+    namespace listed, with ``args`` plus ``{namespace_arg: ns}``, and merge. ``pinned`` = the
+    arguments limit the call to the caller's namespaces (unstructured text may then pass)."""
+
+    args: dict[str, Any]
+    refusal: Refusal | None = None
+    fan_out: tuple[str, ...] = ()
+    namespace_arg: str = ""
+    pinned: bool = False
+    rewritten: tuple[str, ...] = ()
+    """Arguments that were rewritten (PromQL pinned), by name."""
+
+
+def validate_schema(tool_name: str, args: Mapping[str, Any], schema: Mapping[str, Any] | None) -> Refusal | None:
+    """Refuse arguments that do not match the tool's JSON schema, saying what to change."""
+    if not schema or not isinstance(schema, Mapping):
+        return None
+    try:
+        validator = _validator(schema)
+    except jsonschema.SchemaError:
+        return None  # a server's broken schema is its problem; the server validates too
+    errors = sorted(validator.iter_errors(dict(args)), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    props = schema.get("properties") or {}
+    problems = []
+    for err in errors[:5]:
+        where = ".".join(str(p) for p in err.absolute_path)
+        if err.validator == "required" and isinstance(err.validator_value, list):
+            missing = [r for r in err.validator_value if r not in args]
+            problems.append("missing required argument" + ("s " if len(missing) > 1 else " ") + ", ".join(missing))
+        elif err.validator == "additionalProperties":
+            problems.append(f"unknown argument ({err.message.split('(')[-1].rstrip(')')})")
+        else:
+            problems.append(f"{where or 'arguments'}: {err.message[:200]}")
+    accepted = ", ".join(
+        f"{k}{'*' if k in (schema.get('required') or ()) else ''}" for k in list(props)[:20]
+    )
+    return Refusal(
+        "invalid_arguments",
+        f"{tool_name} was not called: " + "; ".join(problems)
+        + (f". It accepts: {accepted} (* = required)." if accepted else "."),
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_validator(schema_json: str) -> Any:
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def _validator(schema: Mapping[str, Any]) -> Any:
+    return _cached_validator(json.dumps(schema, sort_keys=True, default=str))
+
+
+def prepare_call(
+    tool_name: str,
+    args: Mapping[str, Any] | None,
+    scope: Scope,
+    rules: ToolRules | None = None,
+    *,
+    schema: Mapping[str, Any] | None = None,
+    max_fan_out: int = 20,
+) -> PreparedCall:
+    """Everything that happens to a call's arguments before it is sent (DESIGN §2 step 1):
+    JSON-schema check, namespace rules, cluster-admin-only, PromQL pinning, and the fan-out over
+    the caller's namespaces when a namespace argument was left out."""
+    args = dict(args or {})
+    rule = (rules or default_rules()).rule_for(tool_name)
+    refusal = None if _fans_out(rule, args, scope) else check_arguments(tool_name, args, scope, rules)
+    if refusal is not None:
+        return PreparedCall(args, refusal)
+    rewritten: list[str] = []
+    promql_pinned = False
+    for key in rule.promql_args:
+        query = args.get(key)
+        if not isinstance(query, str) or not query.strip():
+            continue
+        pinned_q = pin_promql(query, scope)
+        if pinned_q.outcome == "refused":
+            return PreparedCall(args, Refusal("promql_refused", f"{tool_name}: {pinned_q.reason}"))
+        if pinned_q.outcome == "rewritten":
+            args[key] = pinned_q.query
+            rewritten.append(key)
+        promql_pinned = not scope.cluster_wide
+    if not scope.cluster_wide:
+        # "all namespaces" switches a server defaults to true are switched off explicitly.
+        props = (schema or {}).get("properties") or {}
+        for flag in _ALL_NAMESPACES_FLAGS:
+            if flag in props and flag not in args:
+                args[flag] = False
+    if _fans_out(rule, args, scope):
+        names = sorted(scope.namespaces)
+        if len(names) > max_fan_out:
+            return PreparedCall(
+                args,
+                Refusal(
+                    "too_many_namespaces",
+                    f"{tool_name} without a namespace would be asked once for each of your "
+                    f"{len(names)} namespaces; pass one namespace argument ({scope.describe()}).",
+                ),
+            )
+        key = rule.namespace_args[0]
+        refusal = validate_schema(tool_name, {**args, key: names[0]}, schema)
+        if refusal is not None:
+            return PreparedCall(args, refusal)
+        return PreparedCall(args, None, tuple(names), key, True, tuple(rewritten))
+    refusal = validate_schema(tool_name, args, schema)
+    if refusal is not None:
+        return PreparedCall(args, refusal)
+    pinned = pinned_by_arguments(tool_name, args, scope, rules) or promql_pinned
+    return PreparedCall(args, None, (), "", pinned, tuple(rewritten))
+
+
+def _fans_out(rule: ToolRule, args: Mapping[str, Any], scope: Scope) -> bool:
+    return (
+        not scope.cluster_wide
+        and not scope.empty
+        and rule.namespaced
+        and rule.fan_out
+        and not rule.cluster_admin_only
+        and bool(rule.namespace_args)
+        and not namespaces_in_arguments(args, rule)
+        and not any(args.get(flag) is True for flag in _ALL_NAMESPACES_FLAGS)
+    )

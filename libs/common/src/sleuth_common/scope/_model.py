@@ -4,6 +4,7 @@ and the outcomes of the two checks (arguments before a call, results after it)."
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -48,8 +49,17 @@ class Scope:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Scope:
-        """From the CLI's ``SCOPE.json`` (``{"namespaces": [...], "cluster_wide": false}``)."""
+        """From the CLI's ``SCOPE.json`` (``{"namespaces": [...], "cluster_wide": false}``);
+        its ``ips`` map is read with ``ips_from_json``."""
         return cls(frozenset(str(n) for n in data.get("namespaces") or ()), bool(data.get("cluster_wide")))
+
+    @staticmethod
+    def ips_from_json(data: Mapping[str, Any]) -> dict[str, str]:
+        """``SCOPE.json``'s ``ips`` (IP → owning namespace); an IP not listed is unresolvable."""
+        ips = data.get("ips") or {}
+        if not isinstance(ips, Mapping):
+            raise ValueError('"ips" must be an object mapping IP addresses to namespaces')
+        return {str(k): str(v) for k, v in ips.items() if v}
 
     def describe(self) -> str:
         """The caller's own namespaces, for messages to the caller (never anyone else's)."""
@@ -63,7 +73,17 @@ class Refusal:
     """A call refused before it was sent. ``message`` is written for the model / the user and
     names only what the caller supplied or may see."""
 
-    reason: Literal["namespace_out_of_scope", "namespace_required", "cluster_admin_only", "no_scope"]
+    reason: Literal[
+        "namespace_out_of_scope",
+        "namespace_required",
+        "cluster_admin_only",
+        "no_scope",
+        "invalid_arguments",
+        "promql_refused",
+        "no_identity",
+        "not_enabled",
+        "too_many_namespaces",
+    ]
     message: str
 
 
@@ -77,6 +97,15 @@ class FilterOutcome:
     data: Any = None
     removed: int = 0
     reason: str = ""
+    redacted: int = 0
+    """Credential-shaped values replaced (counted, never shown)."""
+    unresolved_ips: frozenset[str] = frozenset()
+    """IPs a record's ownership depended on that were missing from ``ips`` (the caller may resolve
+    them and filter again; still ``withheld`` until then)."""
+    structured: bool = False
+    """The input parsed as JSON or YAML (``data`` is then a parsed value, else the text)."""
+    text: str = ""
+    """What a model may read: the filtered, redacted result as text (JSON when structured)."""
 
     def as_json(self) -> dict[str, Any]:
         """The shape ``sleuth filter`` prints."""
@@ -98,6 +127,15 @@ class ToolRule:
     ref_args: tuple[str, ...] = ()
     namespaced: bool = True
     cluster_admin_only: bool = False
+    promql_args: tuple[str, ...] = ()
+    """Arguments holding a PromQL query: rewritten so every selector is pinned to the caller's
+    namespaces (a foreign ``namespace="x"`` refuses the call)."""
+    fan_out: bool = True
+    """When a scoped caller leaves the namespace argument out, call once per namespace of the
+    caller and merge (instead of refusing). Servers narrow "no namespace" unpredictably (to the
+    kubeconfig's namespace, or to all of them), so an omitted namespace is never sent as such."""
+    namespace_required: bool = False
+    """The tool's schema requires the namespace argument (then the schema check refuses first)."""
 
     @classmethod
     def from_tool(
@@ -109,15 +147,27 @@ class ToolRule:
         """Infer a rule from a listed tool: namespaced when its schema has a namespace argument,
         cluster-admin-only when its ``_meta`` says so."""
         props = (input_schema or {}).get("properties") or {}
+        required = set((input_schema or {}).get("required") or ())
         ns_args = tuple(k for k in props if k == "namespace")
         list_args = tuple(k for k in props if k == "namespaces")
+        promql = tuple(k for k in props if k in ("query", "promql", "expr") and _mentions_promql(props[k], description))
         admin = bool((meta or {}).get(CLUSTER_ADMIN_META_KEY))
         return cls(
             namespace_args=ns_args or ("namespace",),
             namespace_list_args=list_args or ("namespaces",),
             namespaced=bool(ns_args or list_args),
             cluster_admin_only=admin,
+            promql_args=promql,
+            namespace_required=bool(required & {*ns_args, *list_args}),
         )
+
+    def merged(self, **changes: Any) -> ToolRule:
+        return dataclasses.replace(self, **changes)
+
+
+def _mentions_promql(prop: Any, description: str | None) -> bool:
+    text = f"{prop.get('description', '') if isinstance(prop, Mapping) else ''} {description or ''}".lower()
+    return "promql" in text or "prometheus" in text
 
 
 _DEFAULT_RULE = ToolRule()
@@ -142,10 +192,4 @@ class ToolRules:
         if current is None or override:
             self.rules[tool_name] = rule
         elif rule.cluster_admin_only and not current.cluster_admin_only:
-            self.rules[tool_name] = ToolRule(
-                current.namespace_args,
-                current.namespace_list_args,
-                current.ref_args,
-                current.namespaced,
-                cluster_admin_only=True,
-            )
+            self.rules[tool_name] = dataclasses.replace(current, cluster_admin_only=True)
