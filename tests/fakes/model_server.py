@@ -24,7 +24,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -121,9 +121,15 @@ def call(*calls: tuple[str, Any] | str, text: str = "", **kw: Any) -> Step:
 
 
 def fail(status: int, *, error_type: str = "", retry_after: str = "") -> Step:
-    kinds = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error",
-             401: "authentication_error"}
-    return Step(status=status, error_type=error_type or kinds.get(status, "api_error"), retry_after=retry_after)
+    kinds = {
+        429: "rate_limit_error",
+        529: "overloaded_error",
+        400: "invalid_request_error",
+        401: "authentication_error",
+    }
+    return Step(
+        status=status, error_type=error_type or kinds.get(status, "api_error"), retry_after=retry_after
+    )
 
 
 def cut(text: str = "The pods in team-a are failing because", after: int = 3) -> Step:
@@ -201,7 +207,9 @@ class FakeModelServer:
         return self.url + "/v1"
 
     def start(self) -> FakeModelServer:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-model", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-model", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -243,10 +251,10 @@ class _Handler(BaseHTTPRequestHandler):
     server_fake: FakeModelServer
     protocol_version = "HTTP/1.0"  # one response per connection; a stream ends when the socket closes
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         return
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         fake = self.server_fake
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length).decode("utf-8", "replace")
@@ -272,7 +280,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = (
                 {"type": "error", "error": {"type": step.error_type, "message": f"fake {step.status}"}}
                 if rec.is_anthropic
-                else {"error": {"type": step.error_type, "message": f"fake {step.status}", "code": step.status}}
+                else {
+                    "error": {"type": step.error_type, "message": f"fake {step.status}", "code": step.status}
+                }
             )
             self._send_json(step.status, body, {"retry-after": step.retry_after} if step.retry_after else {})
             return
@@ -335,16 +345,31 @@ def _args_text(args: Any) -> str:
 
 
 # -- Anthropic ----------------------------------------------------------------------------------
-def _anthropic_json(n: int, model: str, step: Step, calls: list[tuple[str, Any]], stop: str) -> dict[str, Any]:
+def _anthropic_json(
+    n: int, model: str, step: Step, calls: list[tuple[str, Any]], stop: str
+) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if step.text:
         content.append({"type": "text", "text": step.text})
     for i, (name, args) in enumerate(calls):
-        content.append({"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name,
-                        "input": args if isinstance(args, dict) else {}})
-    return {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": model, "content": content,
-            "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": step.usage[0], "output_tokens": step.usage[1]}}
+        content.append(
+            {
+                "type": "tool_use",
+                "id": f"toolu_{n}_{i}",
+                "name": name,
+                "input": args if isinstance(args, dict) else {},
+            }
+        )
+    return {
+        "id": f"msg_{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": step.usage[0], "output_tokens": step.usage[1]},
+    }
 
 
 def _anthropic_events(
@@ -355,10 +380,21 @@ def _anthropic_events(
     def add(name: str, data: dict[str, Any]) -> None:
         ev.append((name, json.dumps({"type": name, **data})))
 
-    add("message_start", {"message": {
-        "id": f"msg_{n}", "type": "message", "role": "assistant", "model": model, "content": [],
-        "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": step.usage[0], "output_tokens": 1}}})
+    add(
+        "message_start",
+        {
+            "message": {
+                "id": f"msg_{n}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": step.usage[0], "output_tokens": 1},
+            }
+        },
+    )
     ev.append(("ping", json.dumps({"type": "ping"})))
     index = 0
     if step.text:
@@ -368,14 +404,24 @@ def _anthropic_events(
         add("content_block_stop", {"index": index})
         index += 1
     for i, (name, args) in enumerate(calls):
-        add("content_block_start", {"index": index, "content_block": {
-            "type": "tool_use", "id": f"toolu_{n}_{i}", "name": name, "input": {}}})
+        add(
+            "content_block_start",
+            {
+                "index": index,
+                "content_block": {"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name, "input": {}},
+            },
+        )
         for piece in _pieces(_args_text(args), 2):
-            add("content_block_delta", {"index": index, "delta": {"type": "input_json_delta", "partial_json": piece}})
+            add(
+                "content_block_delta",
+                {"index": index, "delta": {"type": "input_json_delta", "partial_json": piece}},
+            )
         add("content_block_stop", {"index": index})
         index += 1
-    add("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None},
-                          "usage": {"output_tokens": step.usage[1]}})
+    add(
+        "message_delta",
+        {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": step.usage[1]}},
+    )
     add("message_stop", {})
     return ev
 
@@ -388,12 +434,20 @@ def _openai_json(n: int, model: str, step: Step, calls: list[tuple[str, Any]], s
     message: dict[str, Any] = {"role": "assistant", "content": step.text or None}
     if calls:
         message["tool_calls"] = [
-            {"id": f"call_{n}_{i}", "type": "function", "function": {"name": name, "arguments": _args_text(args)}}
+            {
+                "id": f"call_{n}_{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": _args_text(args)},
+            }
             for i, (name, args) in enumerate(calls)
         ]
-    return {"id": f"chatcmpl-{n}", "object": "chat.completion", "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": _OPENAI_FINISH.get(stop, "stop")}],
-            "usage": {"prompt_tokens": step.usage[0], "completion_tokens": step.usage[1]}}
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": _OPENAI_FINISH.get(stop, "stop")}],
+        "usage": {"prompt_tokens": step.usage[0], "completion_tokens": step.usage[1]},
+    }
 
 
 def _openai_events(
@@ -402,19 +456,51 @@ def _openai_events(
     ev: list[tuple[str | None, str]] = []
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> None:
-        ev.append((None, json.dumps({"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "model": model,
-                                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})))
+        ev.append(
+            (
+                None,
+                json.dumps(
+                    {
+                        "id": f"chatcmpl-{n}",
+                        "object": "chat.completion.chunk",
+                        "model": model,
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                    }
+                ),
+            )
+        )
 
     chunk({"role": "assistant", "content": ""})
     for piece in _pieces(step.text):
         chunk({"content": piece})
     for i, (name, args) in enumerate(calls):
-        chunk({"tool_calls": [{"index": i, "id": f"call_{n}_{i}", "type": "function",
-                               "function": {"name": name, "arguments": ""}}]})
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": f"call_{n}_{i}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": ""},
+                    }
+                ]
+            }
+        )
         for piece in _pieces(_args_text(args), 2):
             chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
     chunk({}, _OPENAI_FINISH.get(stop, "stop"))
-    ev.append((None, json.dumps({"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "choices": [],
-                                 "usage": {"prompt_tokens": step.usage[0], "completion_tokens": step.usage[1]}})))
+    ev.append(
+        (
+            None,
+            json.dumps(
+                {
+                    "id": f"chatcmpl-{n}",
+                    "object": "chat.completion.chunk",
+                    "choices": [],
+                    "usage": {"prompt_tokens": step.usage[0], "completion_tokens": step.usage[1]},
+                }
+            ),
+        )
+    )
     ev.append((None, "[DONE]"))
     return ev

@@ -17,6 +17,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from sleuth_agent.handlers import JobHandler
+from sleuth_agent.llm import LlmInvestigator, make_llm_investigator
 from sleuth_agent.metrics import Metrics, health_app
 from sleuth_agent.settings import Settings
 from sleuth_agent.worker import JobWorker
@@ -38,6 +39,7 @@ class Agent:
     redis: Redis
     worker: JobWorker | None = None
     handler: JobHandler | None = None
+    llm: LlmInvestigator | None = None
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -48,7 +50,8 @@ class Agent:
 
     async def start(self) -> None:
         nc = await self.broker.connect()
-        self.handler = JobHandler(nc, self.settings, self.metrics, self.redis)
+        self.llm = make_llm_investigator(self.settings, self.metrics, self.redis)
+        self.handler = JobHandler(nc, self.settings, self.metrics, self.redis, self.llm)
         self.worker = JobWorker(
             nc, Subjects(self.settings.prefix), self.settings.agent, self.handler.handle, self.metrics
         )
@@ -74,6 +77,8 @@ class Agent:
             if self._http_task is not None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._http_task
+        if self.llm is not None:
+            await self.llm.aclose()
         await self.redis.aclose()
 
 

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from sleuth_agent.llm import LlmInvestigator, LlmRun
 from sleuth_agent.metrics import Metrics
 from sleuth_agent.rca import investigate
 from sleuth_agent.settings import Settings
@@ -41,8 +42,16 @@ class ScopeUnavailable(Exception):
 
 
 class JobHandler:
-    def __init__(self, nc: Nats, settings: Settings, metrics: Metrics, redis: Redis | None) -> None:
+    def __init__(
+        self,
+        nc: Nats,
+        settings: Settings,
+        metrics: Metrics,
+        redis: Redis | None,
+        llm: LlmInvestigator | None = None,
+    ) -> None:
         self.nc = nc
+        self.llm = llm
         self.settings = settings
         self.metrics = metrics
         self.redis = redis
@@ -91,6 +100,7 @@ class JobHandler:
             log.info("job was already answered; not answering twice", extra={"job_id": job.id})
             return None
         seq = 0
+        llm_run: LlmRun | None = None
 
         async def progress(stage: str, message: str) -> None:
             nonlocal seq
@@ -132,6 +142,10 @@ class JobHandler:
                     ).encode(),
                 )
             result = await investigate(job, scope, self.settings, progress=progress, on_audit=audit)
+            if self.llm is not None:
+                result, llm_run = await self.llm.run(
+                    job, scope, result, started=started, progress=progress, on_audit=audit
+                )
         result = result.model_copy(update={"duration_ms": round((time.monotonic() - started) * 1000, 1)})
         if not await self._claim(job.id):
             log.info(
@@ -158,8 +172,19 @@ class JobHandler:
                         "withheld": len(result.withheld),
                         "unavailable": len(result.unavailable),
                         "duration_ms": result.duration_ms,
+                        **({"llm": llm_run.as_dict()} if llm_run is not None else {}),
                     }
                 ).encode(),
+            )
+        if llm_run is not None:
+            log.info(
+                "LLM %s: %d call(s), %d tool call(s), %d input / %d output tokens",
+                llm_run.outcome,
+                llm_run.calls,
+                llm_run.tool_calls,
+                llm_run.usage.input_tokens,
+                llm_run.usage.output_tokens,
+                extra={"job_id": job.id},
             )
         log.info("job finished: %s", result.status, extra={"job_id": job.id})
         return result

@@ -10,7 +10,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-__all__ = ["Metrics", "health_app"]
+from sleuth_common.llm import LlmObserver
+
+__all__ = ["Metrics", "MetricsObserver", "health_app"]
 
 
 class Metrics:
@@ -40,6 +42,65 @@ class Metrics:
         self.rejected = Counter(
             "sleuth_agent_rejected_jobs", "Malformed job payloads terminated", registry=self.registry
         )
+        # -- the LLM loop --
+        self.llm_requests = Counter(
+            "sleuth_llm_requests",
+            "HTTP attempts to the model endpoint, by outcome (ok, rate_limited, server_error, network, "
+            "timeout, incomplete, bad_tool_arguments, rejected)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.llm_request_seconds = Histogram(
+            "sleuth_llm_request_seconds",
+            "Seconds per model request attempt (the whole streamed answer)",
+            registry=self.registry,
+            buckets=(0.25, 0.5, 1, 2, 5, 10, 20, 40, 60, 120),
+        )
+        self.llm_failover = Counter(
+            "sleuth_llm_failover_changes",
+            "Circuit changes of the primary endpoint (open = using the backup)",
+            ["state"],
+            registry=self.registry,
+        )
+        self.llm_continuations = Counter(
+            "sleuth_llm_continuations", "Answers cut at the output limit and continued", registry=self.registry
+        )
+        self.llm_nudges = Counter(
+            "sleuth_llm_nudges", "Replies that announced work without doing it, sent back", registry=self.registry
+        )
+        self.llm_trims = Counter(
+            "sleuth_llm_context_trims", "Tool outputs dropped to fit the context budget", registry=self.registry
+        )
+        self.llm_tools_offered = Counter(
+            "sleuth_llm_tools_offered", "Tools offered to the model, summed over jobs", registry=self.registry
+        )
+        self.llm_tools_dropped = Counter(
+            "sleuth_llm_tools_dropped", "Tools left out by max_tools, summed over jobs", registry=self.registry
+        )
+        self.llm_turns = Counter(
+            "sleuth_llm_turns",
+            "LLM investigations by outcome (answered, max_iterations, demanded; or why the "
+            "deterministic answer stood: unavailable, timeout, budget, harness)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.llm_tokens = Counter(
+            "sleuth_llm_tokens", "Model tokens used, by kind (input, output)", ["kind"], registry=self.registry
+        )
+
+
+class MetricsObserver(LlmObserver):
+    """The LLM clients' hooks, counted in ``Metrics``."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def attempt(self, provider: str, outcome: str, seconds: float) -> None:
+        self.metrics.llm_requests.labels(outcome).inc()
+        self.metrics.llm_request_seconds.observe(seconds)
+
+    def breaker(self, name: str, state: str) -> None:
+        self.metrics.llm_failover.labels(state).inc()
 
 
 def health_app(metrics: Metrics, status: Callable[[], dict[str, object]]) -> Starlette:

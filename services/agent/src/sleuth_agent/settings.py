@@ -5,8 +5,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from sleuth_common.config import ServiceSettings
+from sleuth_common.llm import LlmSettings
 
-__all__ = ["AgentSettings", "Settings"]
+__all__ = ["AgentSettings", "LimitsSettings", "Settings"]
 
 
 class AgentSettings(BaseModel):
@@ -37,6 +38,50 @@ class AgentSettings(BaseModel):
     dedupe_ttl: float = 86400.0
     """Seconds the "this job was answered" mark stays in Redis (so a redelivered job is not answered twice)."""
 
+    # -- the LLM agent loop (runs after the deterministic investigator when an endpoint is set) --
+    llm: LlmSettings | None = None
+    """The model endpoint {provider, base_url, model, api_key_env, max_tokens, timeout, ...}; the
+    environment ``SLEUTH_LLM_BASE_URL`` / ``_API_KEY`` / ``_MODEL`` / ``_PROVIDER`` overrides it.
+    Neither set: the deterministic investigator answers alone."""
+    fallback_llm: LlmSettings | None = None
+    """A backup endpoint, used while the primary's circuit is open."""
+    failover_threshold: int = 3
+    """Consecutive failed requests of the primary that open its circuit."""
+    failover_cooldown: float = 30.0
+    """Seconds the circuit stays open before one request probes the primary again."""
+    persona: str = ""
+    """Who Sleuth is on this platform and platform facts, appended to the system prompt."""
+    tool_guidance: str = ""
+    """How to use this site's tools, appended to the system prompt."""
+    max_iterations: int = 8
+    """Tool rounds of the model before a final answer is demanded without tools."""
+    max_tools: int = 40
+    """Most tools offered to the model (named clusters first; the model is told what was left out)."""
+    max_calls_per_round: int = 8
+    """Tool calls of one model turn that run (concurrently); the rest are answered "not run"."""
+    max_continuations: int = 3
+    """Times an answer cut at the output limit is continued."""
+    max_nudges: int = 2
+    """Times a reply that announces work it did not do is sent back."""
+    context_budget: int = 120_000
+    """Characters of conversation before the oldest tool output is dropped (about 30k tokens)."""
+    tool_output_chars: int = 12_000
+    """Characters of one tool result shown to the model (the rest is cut, saying so)."""
+    review: bool = False
+    """Review every LLM answer against its own tool results (always done for ``review: true``
+    jobs and unattended ones)."""
+    llm_deadline_margin: float = 2.0
+    """Seconds kept free before the job's deadline to publish the answer."""
+
+
+class LimitsSettings(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    daily_llm_calls: int = 300
+    """LLM requests one user may cause per UTC day (shared by all replicas, in Redis); 0 = no cap.
+    When reached, answers come from the deterministic investigator alone, saying so."""
+
 
 class Settings(ServiceSettings):
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)

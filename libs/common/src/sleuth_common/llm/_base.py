@@ -121,7 +121,9 @@ class LlmClient(ABC):
                     extra={"llm": self.name},
                 )
                 await self._sleep(delay)
-        raise LlmUnavailable(f"{self.name}: {last} (after {self.retry.attempts} attempts)")
+        raise LlmUnavailable(
+            f"{self.name}: {last} (after {self.retry.attempts} attempts)", status=last.status if last else None
+        )
 
     @abstractmethod
     async def _attempt(self, request: LlmRequest) -> LlmResponse:
