@@ -1,6 +1,11 @@
 """Message models that cross process boundaries: frozen, tagged with ``kind``, versioned."""
 
-from sleuth_common.messages.alerts import AlertChannelReply, AlertChannelRequest, AlertmanagerAlert, AlertmanagerWebhook
+from sleuth_common.messages.alerts import (
+    AlertChannelReply,
+    AlertChannelRequest,
+    AlertmanagerAlert,
+    AlertmanagerWebhook,
+)
 from sleuth_common.messages.authz import (
     AuthenticateReply,
     AuthenticateRequest,

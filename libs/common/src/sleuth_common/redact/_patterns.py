@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+
+import ahocorasick_rs
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -17,9 +19,6 @@ __all__ = ["REDACTED", "is_secret_env_name", "is_secret_key", "redact_text"]
 
 REDACTED = "[REDACTED]"
 
-# Characters a value may not contain when it sits inside serialized JSON: a pattern stops at the
-# closing quote or at an escape, so redacting serialized JSON always leaves valid JSON.
-_V = r"[^\s\"'\\,;<>{}\[\]]"
 
 _SECRET_WORDS = (
     "password", "passwd", "passphrase", "pwd", "secret", "token", "apikey", "api_key", "api-key",
@@ -61,38 +60,120 @@ def is_secret_env_name(name: str) -> bool:
     return is_secret_key(name)
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+# Every pattern runs on a lower-cased copy of the text (same length: only ASCII letters change)
+# and begins with a literal, so the regex engine skips ahead at memory speed to the few places
+# worth a closer look. The spans found are then replaced in the original text.
+_V = r"[^\s\"'\\,;<>{}\[\]]"
+_SECRET_NAME = r"[a-z0-9_.\-]*"
+
+
 @dataclass(frozen=True)
 class _Rule:
     name: str
-    guards: tuple[str, ...]  # lower-case substrings, at least one must occur (empty = always)
+    trigger: str  # lower-case literal the pattern starts with
     pattern: re.Pattern[str]
-    replace: Callable[[re.Match[str]], str]
+    group: int | str = 0
+    check: Callable[[str, re.Match[str]], bool] | None = None
 
 
-def _whole(_m: re.Match[str]) -> str:
-    return REDACTED
+def _r(name: str, trigger: str, rest: str, group: int | str = 0,
+       check: Callable[[str, re.Match[str]], bool] | None = None) -> _Rule:
+    return _Rule(name, trigger, re.compile(re.escape(trigger) + rest), group, check)
 
 
-def _group(n: int) -> Callable[[re.Match[str]], str]:
-    def sub(m: re.Match[str]) -> str:
-        start, end = m.span(n)
-        if start < 0:
-            return m.group(0)
-        base = m.start(0)
-        text = m.group(0)
-        return text[: start - base] + REDACTED + text[end - base :]
-
-    return sub
+def _assignment_ok(low: str, m: re.Match[str]) -> bool:
+    head = _name_before(low, m.start())
+    name = low[head : m.end("tail")]
+    value = m.group("value")
+    return is_secret_env_name(name) and not _looks_like_placeholder(value) and value != REDACTED.lower()
 
 
-def _env_assignment(m: re.Match[str]) -> str:
-    name, value = m.group("name"), m.group("value")
-    if not is_secret_env_name(name) or value in ("", REDACTED) or _looks_like_placeholder(value):
-        return m.group(0)
-    start, end = m.span("value")
-    base = m.start(0)
-    text = m.group(0)
-    return text[: start - base] + REDACTED + text[end - base :]
+_PAIR_NAME = re.compile(
+    r"(?:name\\?\"\s*:\s*\\?\"|name:[ \t]*[\"']?)(?P<name>[a-z0-9_.\-]{2,80})(?:\\?\"\s*,\s*\\?\"|[\"']?[ \t]*\r?\n[ \t]*-?[ \t]*)$"
+)
+
+
+def _pair_ok(low: str, m: re.Match[str]) -> bool:
+    """``value`` of a ``name``/``value`` pair whose name says secret (JSON, escaped JSON, YAML)."""
+    before = _PAIR_NAME.search(low, max(0, m.start() - 120), m.start())
+    if before is None:
+        return False
+    value = m.group("value")
+    return is_secret_env_name(before.group("name")) and not _looks_like_placeholder(value)
+
+
+def _digits_before(low: str, m: re.Match[str]) -> bool:
+    return low[max(0, m.start() - 8) : m.start()].isdigit()
+
+
+def _boundary_before(low: str, m: re.Match[str]) -> bool:
+    return m.start() == 0 or not (low[m.start() - 1].isalnum() or low[m.start() - 1] in "_-")
+
+
+def _word(w: str) -> _Rule:
+    """``...word... = value`` / ``...word...: value`` / ``"..word..": "value"`` / ``--word value``;
+    the whole name (``_name_before`` + the word + its tail) is judged by ``is_secret_env_name``."""
+    return _r(
+        f"assignment_{w}", w,
+        r"(?P<tail>[a-z0-9_.\-]{0,40})\\?[\"']?[ \t]*(?:=|:)[ \t]*(?:\\?[\"'])?(?P<value>" + _V + r"{3,512})",
+        "value", _assignment_ok,
+    )
+
+
+_RULES: tuple[_Rule, ...] = (
+    _r("private_key", "-----begin ",
+       r"[a-z0-9 ]*private key(?: block)?-----[^\"]*?-----end [a-z0-9 ]*private key(?: block)?-----"),
+    _r("private_key_unterminated", "-----begin ", r"[a-z0-9 ]*private key(?: block)?-----[a-z0-9+/=\s\\]{16,}"),
+    _r("jwt", "eyj", r"[a-z0-9_\-]{8,}\.eyj[a-z0-9_\-]{8,}\.[a-z0-9_\-]{8,}", 0, _boundary_before),
+    _r("bearer", "bearer", r"\s+([a-z0-9\-._~+/]{12,}=*)", 1),
+    _r("basic_auth_header", "basic", r"\s+([a-z0-9+/]{12,}={0,2})(?![a-z0-9+/=])", 1),
+    _r("url_credentials", "://", r"([^\s:/@\"'\\]{1,128}):([^\s@/\"'\\]{1,256})@", 2),
+    _r("aws_access_key", "akia", r"[a-z0-9]{16}(?![a-z0-9])", 0, _boundary_before),
+    _r("aws_session_key", "asia", r"[a-z0-9]{16}(?![a-z0-9])", 0, _boundary_before),
+    _r("gcp_api_key", "aiza", r"[0-9a-z_\-]{35}(?![a-z0-9_\-])"),
+    _r("azure_account_key", "accountkey=", r"([a-z0-9%+/=]{20,})", 1),
+    _r("azure_shared_access_key", "sharedaccesskey=", r"([a-z0-9%+/=]{20,})", 1),
+    _r("azure_sas", "sig=", r"([a-z0-9%+/=]{20,})", 1),
+    _r("github_token", "gh", r"(?:[pousr]_[a-z0-9]{36,255}|ithub_pat_[a-z0-9_]{22,255})", 0, _boundary_before),
+    _r("gitlab_token", "gl", r"(?:pat|ptt|dt|rt)-[a-z0-9_\-]{20,}", 0, _boundary_before),
+    _r("slack_token", "xox", r"[abposre]-[a-z0-9-]{10,}"),
+    _r("slack_webhook", "hooks.slack.com/", r"(?:services|workflows)/[a-z0-9/_\-]+"),
+    _r("stripe_or_openai_key", "sk",
+       r"(?:_(?:live|test)_[a-z0-9]{16,}|-(?:proj-|ant-(?:api|admin)\d{2}-|svcacct-)?[a-z0-9_\-]{32,})", 0, _boundary_before),
+    _r("twilio_key", "sk", r"[0-9a-f]{32}(?![a-z0-9])", 0, _boundary_before),
+    _r("stripe_restricted_key", "rk_", r"(?:live|test)_[a-z0-9]{16,}"),
+    _r("stripe_webhook_secret", "whsec_", r"[a-z0-9]{24,}"),
+    _r("sendgrid_key", "sg.", r"[a-z0-9_\-]{22}\.[a-z0-9_\-]{43}"),
+    _r("npm_token", "npm_", r"[a-z0-9]{36}(?![a-z0-9])"),
+    _r("pypi_token", "pypi-", r"age[a-z0-9_\-]{50,}"),
+    _r("docker_pat", "dckr_pat_", r"[a-z0-9_\-]{20,}"),
+    _r("hashicorp_vault", "hv", r"[sb]\.[a-z0-9_\-]{24,}", 0, _boundary_before),
+    _r("digitalocean", "dop_v1_", r"[a-f0-9]{64}"),
+    _r("digitalocean_oauth", "doo_v1_", r"[a-f0-9]{64}"),
+    _r("digitalocean_refresh", "dor_v1_", r"[a-f0-9]{64}"),
+    _r("shopify", "shp", r"(?:at|ss|ca|pa)_[a-f0-9]{32}"),
+    _r("mailgun", "key-", r"[0-9a-f]{32}(?![a-z0-9])"),
+    _r("google_oauth_token", "ya29.", r"[a-z0-9_\-]{20,}"),
+    _r("google_oauth_secret", "gocspx-", r"[a-z0-9_\-]{20,}"),
+    _r("atlassian", "atatt", r"[a-z0-9_\-=]{40,}"),
+    _r("telegram_bot", ":aa", r"[a-z0-9_\-]{33}(?![a-z0-9_\-])", 0, _digits_before),
+    _r("kubeconfig_data", "client-key-data", r"\\?\"?\s*:\s*\\?\"?([a-z0-9+/=]{16,})", 1),
+    _r("gcp_private_key_id", "private_key_id", r"\\?\"?\s*:\s*\\?\"?([0-9a-f]{40})", 1),
+    _r("pair_json", "value", r"\\?\"\s*:\s*\\?\"(?P<value>[^\"\\]{1,512})", "value", _pair_ok),
+    _r("pair_yaml", "value:", r"[ \t]*[\"']?(?P<value>" + _V + r"{1,512})", "value", _pair_ok),
+    *(_word(w) for w in ("pass", "secret", "token", "key", "auth", "pwd", "dsn", "conn", "credential",
+                         "cookie", "bearer")),
+)
+
+_BY_TRIGGER: dict[str, list[_Rule]] = {}
+for _rule in _RULES:
+    _BY_TRIGGER.setdefault(_rule.trigger, []).append(_rule)
+_TRIGGERS = list(_BY_TRIGGER)
+_TRIGGER_RULES = [_BY_TRIGGER[t] for t in _TRIGGERS]
+_MATCHER = ahocorasick_rs.AhoCorasick(_TRIGGERS)
+_BYTES_MATCHER = ahocorasick_rs.BytesAhoCorasick([t.encode() for t in _TRIGGERS])
 
 
 _PLACEHOLDER = re.compile(
@@ -103,112 +184,60 @@ _PLACEHOLDER = re.compile(
 
 
 def _looks_like_placeholder(value: str) -> bool:
-    """Env-style values that are no credential: references, masks, booleans, small numbers,
-    resource names (``billing-api-secrets``)."""
+    """Values that are no credential: references, masks, booleans, small numbers, plain URLs."""
     return bool(_PLACEHOLDER.match(value.strip("\"'")))
 
 
-def _r(name: str, guards: tuple[str, ...], pattern: str, replace: Callable[[re.Match[str]], str] = _whole,
-       flags: int = 0) -> _Rule:
-    return _Rule(name, guards, re.compile(pattern, flags), replace)
-
-
-_SECRET_NAME = r"[A-Za-z0-9_.\-]*(?:" + "|".join(
-    re.escape(w) for w in sorted(_SECRET_WORDS, key=len, reverse=True)
-) + r")[A-Za-z0-9_.\-]*"
-
-_RULES: tuple[_Rule, ...] = (
-    _r("private_key", ("-----begin",),
-       r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[^\"]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"),
-    _r("private_key_unterminated", ("-----begin",),
-       r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[A-Za-z0-9+/=\s\\n]{16,}"),
-    _r("jwt", ("eyj",), r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    _r("bearer", ("bearer", "token "),
-       r"(?i)\b(?:bearer|token)\s+([A-Za-z0-9\-._~+/]{16,}=*)", _group(1)),
-    _r("basic_auth_header", ("basic ",), r"(?i)\bbasic\s+([A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])", _group(1)),
-    _r("url_credentials", ("://",),
-       r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://([^\s:/@\"'\\]{1,128}):([^\s@/\"'\\]{1,256})@", _group(2)),
-    _r("aws_access_key", ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"),
-       r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"),
-    _r("aws_secret_key", ("aws",),
-       r"(?i)(aws[_\-]?secret[_\-]?(?:access[_\-]?)?key[\"']?\s*[:=]\s*[\"']?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
-       _group(2)),
-    _r("gcp_api_key", ("aiza",), r"\bAIza[0-9A-Za-z_\-]{35}\b"),
-    _r("gcp_service_account_key", ("private_key_id",),
-       r"(\"?private_key_id\"?\s*:\s*\"?)([0-9a-f]{40})", _group(2)),
-    _r("azure_storage_key", ("accountkey=", "sharedaccesssignature", "sig="),
-       r"(?i)(?:AccountKey|SharedAccessKey|sig)=([A-Za-z0-9%+/=]{20,})", _group(1)),
-    _r("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-       r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
-    _r("gitlab_token", ("glpat-", "glptt-", "gldt-", "glrt-"), r"\bgl(?:pat|ptt|dt|rt)-[A-Za-z0-9_\-]{20,}\b"),
-    _r("slack_token", ("xox",), r"\bxox[abposre]-[A-Za-z0-9-]{10,}\b"),
-    _r("slack_webhook", ("hooks.slack.com",), r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+"),
-    _r("stripe_key", ("sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"),
-       r"\b(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})\b"),
-    _r("openai_key", ("sk-",), r"\bsk-(?:proj-|ant-(?:api|admin)\d{2}-|svcacct-)?[A-Za-z0-9_\-]{32,}\b"),
-    _r("sendgrid_key", ("sg.",), r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b"),
-    _r("twilio_key", ("sk", "ac"), r"\b(?:SK|AC)[0-9a-f]{32}\b"),
-    _r("npm_token", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b"),
-    _r("pypi_token", ("pypi-",), r"\bpypi-AgE[A-Za-z0-9_\-]{50,}"),
-    _r("docker_pat", ("dckr_pat_",), r"\bdckr_pat_[A-Za-z0-9_\-]{20,}"),
-    _r("hashicorp_vault", ("hvs.", "hvb.", "s."), r"\b(?:hv[sb]\.[A-Za-z0-9_\-]{24,}|s\.[A-Za-z0-9]{24})\b"),
-    _r("digitalocean", ("dop_v1_", "doo_v1_"), r"\bdo[op]_v1_[a-f0-9]{64}\b"),
-    _r("shopify", ("shpat_", "shpss_", "shpca_", "shppa_"), r"\bshp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b"),
-    _r("mailgun", ("key-",), r"\bkey-[0-9a-f]{32}\b"),
-    _r("datadog", ("dd_api_key", "dd_app_key", "datadog"),
-       r"(?i)(d(?:d|atadog)_?(?:api|app)_?key[\"']?\s*[:=]\s*[\"']?)([a-f0-9]{32,40})", _group(2)),
-    _r("google_oauth", ("ya29.", "gocspx-"), r"\b(?:ya29\.[A-Za-z0-9_\-]{20,}|GOCSPX-[A-Za-z0-9_\-]{20,})"),
-    _r("atlassian", ("atatt",), r"\bATATT[A-Za-z0-9_\-=]{40,}"),
-    _r("telegram_bot", (":aa",), r"\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b"),
-    _r("k8s_sa_token_secret", ("kubernetes.io/service-account-token",), r"(?!x)x"),  # structured only
-    _r("kubeconfig_credentials", ("client-key-data", "client-certificate-data", "token:", "password:",
-                                  "id-token", "refresh-token", "auth-provider"),
-       r"(?i)\b(client-key-data|token|password|id-token|refresh-token|access-token)(\"?\s*:\s*\"?)("
-       + _V + r"{8,})", _group(3)),
-    _r("connection_string_password", ("password=", "pwd=", "password =", "pwd ="),
-       r"(?i)\b(?:password|pwd)\s*=\s*([^;\"'\\\s]{1,256})", _group(1)),
-    _r("yaml_env_pair", ("value:",),
-       r"(?i)\bname:\s*\"?(?P<name>" + _SECRET_NAME + r")\"?[ \t]*\r?\n[ \t]*-?[ \t]*value:[ \t]*\"?(?P<value>"
-       + _V + r"{1,512})",
-       _env_assignment),
-    _r("json_env_pair", ("\"value\"",),
-       r"(?i)\"name\"\s*:\s*\"(?P<name>" + _SECRET_NAME + r")\"\s*,\s*\"value\"\s*:\s*\"(?P<value>[^\"\\]{1,512})",
-       _env_assignment),
-    _r("env_assignment", (),
-       r"(?i)(?<![A-Za-z0-9_.\-])(?P<name>" + _SECRET_NAME + r")[\"']?[ \t]*(?:=|:)[ \t]*[\"']?(?P<value>"
-       + _V + r"{3,512})",
-       _env_assignment),
-)
-
-_NEEDS_GUARD_KEYWORDS = tuple(w for w in _SECRET_WORDS)
+def _name_before(low: str, start: int) -> int:
+    """Start of the identifier that ends at ``start`` (the part of a name before the keyword)."""
+    i = start
+    lo = max(0, start - 80)
+    while i > lo and (low[i - 1].isalnum() or low[i - 1] in "_.-"):
+        i -= 1
+    return i
 
 
 def redact_text(text: str) -> tuple[str, int]:
     """Replace every credential-shaped value in ``text``; returns the new text and how many
-    values were replaced."""
+    values were replaced.
+
+    One Aho-Corasick pass over a lower-cased copy finds every place a rule's literal occurs;
+    each rule's pattern is then tried only there.
+    """
     if not text:
         return text, 0
-    lower = text.lower()
-    has_secret_word = any(w in lower for w in _NEEDS_GUARD_KEYWORDS)
-    count = 0
-    for rule in _RULES:
-        if rule.guards:
-            if not any(g in lower for g in rule.guards):
+    if text.isascii():
+        low = text.lower()
+        # On bytes the matcher runs ~4x faster; for ASCII, byte offsets are character offsets.
+        hits = _BYTES_MATCHER.find_matches_as_indexes(low.encode("ascii"), overlapping=True)
+    else:
+        low = text.translate(_ASCII_LOWER)
+        hits = _MATCHER.find_matches_as_indexes(low, overlapping=True)
+    spans: list[tuple[int, int]] = []
+    for idx, start, _end in hits:
+        for rule in _TRIGGER_RULES[idx]:
+            m = rule.pattern.match(low, start)
+            if m is None or (rule.check is not None and not rule.check(low, m)):
                 continue
-        elif not has_secret_word:
+            s0, s1 = m.span(rule.group)
+            if s0 < s1:
+                spans.append((s0, s1))
+    if not spans:
+        return text, 0
+    spans.sort()
+    out: list[str] = []
+    pos = 0
+    count = 0
+    for start, end in spans:
+        if start < pos:  # overlaps what was already replaced
+            pos = max(pos, end)
             continue
-        hits = 0
-
-        def sub(m: re.Match[str], _rule: _Rule = rule) -> str:
-            nonlocal hits
-            out = _rule.replace(m)
-            if out != m.group(0):
-                hits += 1
-            return out
-
-        new = rule.pattern.sub(sub, text)
-        if hits:
-            text = new
-            lower = text.lower()
-            count += hits
-    return text, count
+        if text[start:end] == REDACTED:
+            pos = end
+            continue
+        out.append(text[pos:start])
+        out.append(REDACTED)
+        pos = end
+        count += 1
+    out.append(text[pos:])
+    return "".join(out), count

@@ -532,7 +532,7 @@ def dump_result(data: Any) -> str:
     """The text of a filtered structured result (compact JSON, non-ASCII kept)."""
     if isinstance(data, str):
         return data
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    return json.dumps(data, separators=(",", ":"), default=str)
 
 
 def filter_result(
