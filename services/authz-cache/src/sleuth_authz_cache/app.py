@@ -65,6 +65,7 @@ def build(settings: Settings, *, backend: AuthzBackend | None = None) -> AuthzCa
         cache,
         metrics,
         review_concurrency=settings.authz.review_concurrency,
+        resolve_ttl=settings.authz.resolve_cache_ttl,
     )
     broker = NatsBroker(
         settings.nats.url.split(","),

@@ -7,7 +7,7 @@ TokenReview against each cluster's API server — a real one or simcluster). Fai
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 __all__ = ["AuthzBackend", "BackendError", "TokenIdentity"]
 
@@ -40,6 +40,10 @@ class AuthzBackend(Protocol):
 
     async def token_review(self, cluster: str, token: str) -> TokenIdentity:
         """Who does ``token`` belong to on ``cluster``? Not authenticated is an answer, not an error."""
+        ...
+
+    async def list_objects(self, cluster: str, resource: str) -> list[dict[str, Any]]:
+        """Every ``pods`` / ``services`` / ``endpoints`` object of the cluster (for IP resolution)."""
         ...
 
     async def aclose(self) -> None:

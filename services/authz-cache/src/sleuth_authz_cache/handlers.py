@@ -1,4 +1,5 @@
-"""Bus edges: ``sleuth.authz.scope`` / ``.authenticate`` (queue group ``authz``) and ``.invalidate``."""
+"""Bus edges: ``sleuth.authz.scope`` / ``.authenticate`` / ``.resolve`` (queue group ``authz``)
+and ``.invalidate``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from sleuth_common.messages import (
     AuthenticateReply,
     AuthenticateRequest,
     InvalidateRequest,
+    ResolveReply,
+    ResolveRequest,
     ScopeReply,
     ScopeRequest,
 )
@@ -57,6 +60,10 @@ def build_router(service: AuthzService, subjects: Subjects, *, max_workers: int 
     @router.subscriber(subjects.authz_authenticate, queue=subjects.authz_queue, max_workers=workers)
     async def authenticate(req: AuthenticateRequest) -> AuthenticateReply:
         return await service.authenticate(req.token)
+
+    @router.subscriber(subjects.authz_resolve, queue=subjects.authz_queue, max_workers=workers)
+    async def resolve(req: ResolveRequest) -> ResolveReply:
+        return await service.resolve(req)
 
     # Not a queue group: every replica drops its own in-flight state and the shared cache.
     @router.subscriber(subjects.authz_invalidate)

@@ -3,7 +3,8 @@
 One ``httpx.AsyncClient`` per cluster, made on first use, trusting the cluster's ``ca_file`` and
 authenticating with the cluster's authz token (``authz_token_env`` / ``authz_token_file``, read at
 every call so a rotated service-account token is picked up). That identity needs ``create`` on
-``subjectaccessreviews`` and ``tokenreviews`` and ``list`` on ``namespaces``.
+``subjectaccessreviews`` and ``tokenreviews`` and ``list`` on ``namespaces`` — and ``list`` on
+``pods``, ``services`` and ``endpoints`` to answer ``sleuth.authz.resolve``.
 
 TODO(mcp-authz): a second backend speaking the HTTP API of snapp-incubator/mcp-authz (DESIGN §1),
 for sites that run it, comes in its own issue; it implements :class:`~sleuth_authz_cache.backend.AuthzBackend`.
@@ -65,6 +66,20 @@ class KubernetesBackend:
             cont = (doc.get("metadata") or {}).get("continue")
             if not cont:
                 return names
+            params = {"limit": _PAGE, "continue": cont}
+
+    async def list_objects(self, cluster: str, resource: str) -> list[dict[str, Any]]:
+        """Every object of a core ``resource`` (pods, services, endpoints) across namespaces,
+        as the authz identity may list them (for ``sleuth.authz.resolve``)."""
+        items: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"limit": _PAGE}
+        path = f"/api/v1/{resource}"
+        while True:
+            doc = await self._call(cluster, "GET", path, params=params, what=f"list {resource}")
+            items.extend(i for i in doc.get("items") or [] if isinstance(i, dict))
+            cont = (doc.get("metadata") or {}).get("continue")
+            if not cont:
+                return items
             params = {"limit": _PAGE, "continue": cont}
 
     async def token_review(self, cluster: str, token: str) -> TokenIdentity:

@@ -38,6 +38,12 @@ class Metrics:
             ["op"],
             registry=r,
         )
+        self.resolve_requests = Counter(
+            "sleuth_authz_resolve_requests",
+            "IP/name resolution requests by outcome: hit (cached index), miss (index built), error",
+            ["outcome"],
+            registry=r,
+        )
         self.resolve_seconds = Histogram(
             "sleuth_authz_resolve_seconds",
             "Seconds to resolve one scope from the backends (cache misses only)",

@@ -23,8 +23,9 @@ from typing import Literal
 from sleuth_authz_cache.backend import AuthzBackend, BackendError, TokenIdentity
 from sleuth_authz_cache.cache import ScopeCache, normalize_groups
 from sleuth_authz_cache.metrics import Metrics
+from sleuth_authz_cache.resolve import Resolver
 from sleuth_authz_cache.scope import ScopeResolver
-from sleuth_common.messages import AuthenticateReply, ScopeReply
+from sleuth_common.messages import AuthenticateReply, ResolveReply, ResolveRequest, ScopeReply
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +51,10 @@ class AuthzService:
         metrics: Metrics,
         *,
         review_concurrency: int,
+        resolve_ttl: float = 10.0,
     ) -> None:
         self._clusters = list(clusters)
+        self._ips = Resolver(backend, ttl=resolve_ttl)
         self._backend = backend
         self._cache = cache
         self._metrics = metrics
@@ -109,6 +112,14 @@ class AuthzService:
             self._inflight.pop(key, None)  # new requests start a fresh resolution
         return await self._cache.invalidate(user)
 
+    # -- resolve ------------------------------------------------------------------------------
+
+    async def resolve(self, req: ResolveRequest) -> ResolveReply:
+        """IPs / names → owning namespaces on one cluster (an index cached ``resolve_ttl`` s)."""
+        reply = await self._ips.resolve(req, self._clusters)
+        self._metrics.resolve_requests.labels("error" if reply.error else ("hit" if reply.cached else "miss")).inc()
+        return reply
+
     # -- authenticate -------------------------------------------------------------------------
 
     async def authenticate(self, token: str) -> AuthenticateReply:
@@ -148,6 +159,7 @@ class AuthzService:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def aclose(self) -> None:
+        await self._ips.aclose()
         tasks = list(self._running)
         self._inflight.clear()
         for t in tasks:
