@@ -20,7 +20,8 @@ from sleuth_agent.llm import LlmInvestigator, LlmRun
 from sleuth_agent.metrics import Metrics
 from sleuth_agent.rca import investigate
 from sleuth_agent.settings import Settings
-from sleuth_common.mcp import ToolAuditEvent
+from sleuth_common.audit import tool_call_event
+from sleuth_common.mcp import ToolAuditEvent, bus_resolver, use_resolver
 from sleuth_common.messages import (
     InvestigationJob,
     InvestigationResult,
@@ -111,7 +112,7 @@ class JobHandler:
 
         async def audit(event: ToolAuditEvent) -> None:
             self.metrics.tool_calls.labels(event.cluster, event.tool, event.outcome).inc()
-            body = {"job_id": job.id, **event.as_dict()}
+            body = tool_call_event(event, job_id=job.id)
             with contextlib.suppress(NatsError):
                 await self.nc.publish(self.subjects.audit("tool_call"), json.dumps(body).encode())
 
@@ -141,7 +142,9 @@ class JobHandler:
                         }
                     ).encode(),
                 )
-            result = await investigate(job, scope, self.settings, progress=progress, on_audit=audit)
+            # IPs in tool results resolve through authz-cache (sleuth.authz.resolve) for the filter.
+            with use_resolver(bus_resolver(self.nc, self.settings.prefix, timeout=self.settings.authz.request_timeout)):
+                result = await investigate(job, scope, self.settings, progress=progress, on_audit=audit)
             if self.llm is not None:
                 result, llm_run = await self.llm.run(
                     job, scope, result, started=started, progress=progress, on_audit=audit
