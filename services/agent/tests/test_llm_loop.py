@@ -137,6 +137,19 @@ async def test_max_iterations_ends_with_a_demanded_answer_that_says_it_stopped(d
     assert metric(m, "sleuth_llm_turns_total", {"outcome": "max_iterations"}) == 1
 
 
+async def test_near_the_deadline_no_new_round_starts_and_the_answer_is_demanded(demo_snapshot: Path) -> None:
+    import time
+
+    pods = call("list_pods", {"namespace": "team-a"})
+    with FakeModelServer([pods, say("OOM [E02]; I stopped.")]) as fake:
+        inv = ls.investigator(fake.url, ls.settings())
+        _, result, run = await ls.ask(
+            inv, demo_snapshot, QUESTION, deadline=time.time() + 9.0, tools_kw={"delay": 2.2}
+        )
+    assert run.outcome == "demanded" and len(fake.requests) == 2
+    assert "because time ran out" in result.answer_markdown
+
+
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 async def test_an_answer_cut_at_the_output_limit_is_continued_and_joined(
     demo_snapshot: Path, provider: str

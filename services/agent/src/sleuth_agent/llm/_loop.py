@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -80,6 +81,8 @@ class AgentLoop:
         progress: Progress,
         next_evidence_id: Callable[[], str],
         before_call: Callable[[], Awaitable[None]] | None = None,
+        deadline: float | None = None,
+        reserve: float = 0.0,
     ) -> None:
         self.client = client
         self.catalog = catalog
@@ -89,6 +92,10 @@ class AgentLoop:
         self.progress = progress
         self.next_id = next_evidence_id
         self.before_call = before_call
+        self.deadline = deadline
+        """``time.monotonic()`` by which the answer must be in; ``reserve`` seconds before it no new
+        tool round starts and the final answer is demanded instead."""
+        self.reserve = reserve
         self.usage = Usage()
         self.calls = 0
         self.records: list[ReadRecord] = []
@@ -132,6 +139,8 @@ class AgentLoop:
         tools = self.catalog.specs
         nudges = 0
         for round_no in range(1, self.cfg.max_iterations + 1):
+            if round_no > 1 and self.deadline is not None and self.deadline - time.monotonic() < self.reserve:
+                return await self._demand(messages, "demanded", "Time is almost up.", why="time ran out")
             await self.progress("llm", f"asking the model (round {round_no})")
             response = await self.ask(messages, tools)
             if response.tool_calls:
@@ -148,22 +157,25 @@ class AgentLoop:
                     messages.append(ChatMessage.user(NUDGE))
                     continue
                 return await self._demand(
-                    messages, "demanded", "You announced more work several times without doing it."
+                    messages,
+                    "demanded",
+                    "You announced more work several times without doing it.",
+                    why="the model kept announcing work instead of doing it",
                 )
             return self._result(response.text, "answered", messages)
         return await self._demand(
-            messages, "max_iterations", f"You have used all {self.cfg.max_iterations} tool rounds."
+            messages,
+            "max_iterations",
+            f"You have used all {self.cfg.max_iterations} tool rounds.",
+            why=f"the limit of {self.cfg.max_iterations} tool rounds was reached",
         )
 
-    async def _demand(self, messages: list[ChatMessage], outcome: str, reason: str) -> LoopResult:
+    async def _demand(
+        self, messages: list[ChatMessage], outcome: str, reason: str, *, why: str
+    ) -> LoopResult:
         await self.progress("llm", "asking the model for its final answer")
         messages = [*messages, ChatMessage.user(demand_text(reason))]
         response = await self.ask(messages, ())
-        why = (
-            f"the limit of {self.cfg.max_iterations} tool rounds was reached"
-            if outcome == "max_iterations"
-            else "the model kept announcing work instead of doing it"
-        )
         text = response.text.rstrip() + (
             f"\n\n_I stopped investigating here because {why}; this answer rests on what was read so far._"
         )

@@ -148,7 +148,7 @@ class LlmInvestigator:
         try:
             async with asyncio.timeout(remaining):
                 result, outcome = await self._investigate(
-                    job, scope, base, progress, on_audit, tools_factory, state
+                    job, scope, base, progress, on_audit, tools_factory, state, remaining
                 )
         except DailyCapReached as exc:
             run.outcome, result = "budget", _with_note(base, _cap_note(exc.cap))
@@ -181,8 +181,10 @@ class LlmInvestigator:
         on_audit: AuditCallback | None,
         tools_factory: ToolsFactory | None,
         state: _State,
+        remaining: float,
     ) -> tuple[InvestigationResult, str]:
         a = self.settings.agent
+        deadline = time.monotonic() + remaining
         in_scope = [n for n, cs in scope.clusters.items() if cs.cluster_wide or cs.namespaces]
         clusters, _named = choose_clusters(job, self.settings.clusters, in_scope)
         async with AsyncExitStack() as stack:
@@ -206,6 +208,8 @@ class LlmInvestigator:
                 progress=progress,
                 next_evidence_id=lambda: f"E{next(counter):02d}",
                 before_call=lambda: self.budget.take(job.requester.user),
+                deadline=deadline,
+                reserve=max(5.0, 0.25 * remaining),
             )
             state.loop = loop
             opening = grounding(job, base, clusters=[c.name for c in clusters], tools_note=catalog.note())
