@@ -1,18 +1,21 @@
-"""One cluster: plan the namespaces and workloads, collect, follow up on failing workloads,
-match signatures and cite evidence."""
+"""One cluster: plan the namespaces and targets, collect, follow up, match signatures, rank and
+cite evidence. Nothing here knows any scenario: targets come from the question or the alert
+verified against live objects."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from sleuth_agent.rca._collect import Collected, Details, Toolbox, collect_details, collect_namespaces
 from sleuth_agent.rca._evidence import EvidenceLog
+from sleuth_agent.rca._followups import FollowUps, service_findings
 from sleuth_agent.rca._observe import WorkloadObservation, error_lines, next_memory_limit
-from sleuth_agent.rca._plan import QuestionTerms, mentions, resolve_names
-from sleuth_agent.rca._records import PodView
-from sleuth_agent.rca._signatures import Match, load_catalog, match_facts
+from sleuth_agent.rca._plan import AlertTarget, QuestionTerms, mentions, resolve_names
+from sleuth_agent.rca._records import PodView, items_of
+from sleuth_agent.rca._signatures import Match, load_catalog, match_all
 from sleuth_agent.settings import AgentSettings
 from sleuth_common.scope import Scope
 
@@ -22,6 +25,7 @@ Progress = Callable[[str, str], Awaitable[None]]
 
 _CONFIDENCE_SCORE = {"high": 0.9, "medium": 0.6, "low": 0.3}
 _PLATFORM = ("kube-system", "kube-public", "kube-node-lease")
+_TROUBLE_EVENTS = ("BackOff", "Killing", "Unhealthy", "OOMKilling", "Evicted", "NodeNotReady")
 
 
 @dataclass
@@ -30,6 +34,7 @@ class Finding:
     match: Match | None
     evidence: list[str] = field(default_factory=list)
     variables: dict[str, str] = field(default_factory=dict)
+    alternatives: list[Match] = field(default_factory=list)
 
     @property
     def family(self) -> str:
@@ -41,19 +46,22 @@ class Finding:
 
     @property
     def score(self) -> float:
-        """Confidence first; then the more specific signature (earlier in the catalog); then how
-        many pods are affected."""
+        """Confidence first; then whether the question or alert named it; then the more specific
+        signature (earlier in the catalog); then how many pods are affected."""
+        named = 0.05 if self.obs.named else 0.0
+        pods = min(len(self.obs.unhealthy_pods), 10) / 1000
         if self.match is None:
-            return round(0.1 + min(len(self.obs.unhealthy_pods), 10) / 1000, 3)
-        catalog = load_catalog()
-        position = next((i for i, s in enumerate(catalog) if s is self.match.signature), len(catalog))
-        specific = (len(catalog) - position) / 100
-        return round(
-            _CONFIDENCE_SCORE.get(self.confidence, 0.3)
-            + specific
-            + min(len(self.obs.unhealthy_pods), 10) / 1000,
-            3,
-        )
+            return round(0.1 + named + pods, 3)
+        return round(_CONFIDENCE_SCORE.get(self.confidence, 0.3) + named + _specific(self.match) + pods, 3)
+
+    def alternative_score(self, m: Match) -> float:
+        return round(_CONFIDENCE_SCORE.get(m.confidence, 0.3) / 2 + _specific(m), 3)
+
+
+def _specific(m: Match) -> float:
+    catalog = load_catalog()
+    position = next((i for i, s in enumerate(catalog) if s is m.signature), len(catalog))
+    return (len(catalog) - position) / 1000
 
 
 @dataclass
@@ -65,12 +73,42 @@ class ClusterOutcome:
     access_refused: list[str] = field(default_factory=list)  # namespace words from the question
     unresolved: bool = False
     ambiguous: bool = False
+    unresolved_words: list[str] = field(default_factory=list)
     skipped_namespaces: int = 0
     namespace_evidence: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 async def _noop(stage: str, message: str) -> None:
     return None
+
+
+def _troubled(pod: PodView, obs: WorkloadObservation) -> bool:
+    """A ready pod that is still in trouble: it restarts, and the kubelet keeps saying why (events
+    live about an hour, so a repeated warning is recent)."""
+    warn = [e for e in obs.events if e.object_name == pod.name and e.reason in _TROUBLE_EVENTS and e.type == "Warning"]
+    if pod.restarts and any(e.count >= 3 for e in warn):
+        return True
+    return any(e.count >= 3 and e.reason in ("Unhealthy", "BackOff") for e in warn) and pod.restarts > 0
+
+
+def _failing(obs: WorkloadObservation) -> bool:
+    w = obs.workload
+    if obs.pods and not obs.healthy:
+        return True
+    if any(_troubled(p, obs) for p in obs.pods):
+        return True
+    if w is not None:
+        conds = " ".join(f"{t}={s} {r}" for t, s, r, _m in w.conditions)
+        if w.paused and (w.updated or 0) < (w.replicas or 0):
+            return True
+        if "ProgressDeadlineExceeded" in conds or "ReplicaFailure=True" in conds:
+            return True
+        if w.kind == "Job" and ("Failed=True" in conds or w.failed):
+            return True
+        if not obs.pods and (w.replicas or 0) > 0 and w.kind in ("Deployment", "StatefulSet", "DaemonSet"):
+            return True
+    return False
 
 
 async def analyse_cluster(
@@ -81,6 +119,7 @@ async def analyse_cluster(
     settings: AgentSettings,
     log: EvidenceLog,
     progress: Progress = _noop,
+    alert: AlertTarget | None = None,
 ) -> ClusterOutcome:
     out = ClusterOutcome(cluster)
     timeout = settings.tool_timeout
@@ -88,13 +127,12 @@ async def analyse_cluster(
     if scope.cluster_wide and not known:
         # No namespace list came with the scope: verify the words of the question instead.
         for word in dict.fromkeys([*terms.namespace_claims, *terms.names]):
-            r = log.record(
-                await tools.call("get_resource", {"kind": "Namespace", "name": word}, timeout=timeout)
-            )
+            r = log.record(await tools.call("get_resource", {"kind": "Namespace", "name": word}, timeout=timeout))
             if r.ok:
                 known.append(word)
     named_ns = [ns for ns in known if mentions(terms.text, ns)]
     out.access_refused = [w for w in terms.namespace_claims if w not in known and not scope.cluster_wide]
+    node_targets = list(alert.nodes) if alert else []
     if named_ns:
         targets = named_ns
     elif out.access_refused:
@@ -102,27 +140,46 @@ async def analyse_cluster(
     else:
         # Tenants first, platform namespaces last (they are cut first when there are too many).
         targets = sorted(known, key=lambda ns: (ns in _PLATFORM or ns.startswith("kube-"), ns))
+    if node_targets and not named_ns:
+        targets = []
     out.skipped_namespaces = max(0, len(targets) - settings.max_namespaces)
     targets = targets[: settings.max_namespaces]
     out.namespaces = targets
+    follow = None
+    if node_targets:
+        await _node_targets(tools, log, node_targets, scope, out, timeout)
+        if not targets:
+            return out
     await progress("target", f"looking at {len(targets)} namespace(s) on {cluster}: {', '.join(targets)}")
 
-    await progress("collecting", "reading pods, workloads and events")
+    await progress("collecting", "reading pods, workloads, services and events")
     got: Collected = await collect_namespaces(tools, log, targets, timeout)
     observations = got.observations()
 
-    # Which workloads does the question name?
-    words = [w for w in terms.names if w not in known and w not in terms.namespace_claims]
+    # Which objects does the question (or the alert) name? Pod names stand for their workload.
+    pod_owner = {(p.namespace, p.name): p.workload[1] for pods in got.pods.values() for p in pods}
+    words = []
+    for w in terms.names:
+        if w in known or w in terms.namespace_claims:
+            continue
+        owners = {name for (ns, pod), name in pod_owner.items() if pod == w and ns in targets}
+        words.append(next(iter(owners)) if len(owners) == 1 else w)
     pool = [(ns, name) for (ns, _kind, name) in observations]
-    matched, unmatched, ambiguous = resolve_names(words, pool)
+    services = {(ns, str(s.get("name"))) for ns in targets for s in got.services.get(ns, [])}
+    matched, unmatched, ambiguous = resolve_names(words, [*pool, *sorted(services)])
     if matched:
         chosen = [o for key, o in observations.items() if (key[0], key[2]) in matched]
     elif (unmatched or ambiguous) and terms.names_an_object(unmatched + ambiguous):
         out.unresolved = bool(unmatched) and not ambiguous
         out.ambiguous = bool(ambiguous)
+        out.unresolved_words = [w for w in unmatched + ambiguous if terms.names_an_object([w])]
         return out
     else:
         chosen = list(observations.values())
+    for o in chosen:
+        o.named = bool(matched)
+        if alert is not None and o.named:
+            o.alerts.extend(alert.facts)
     if matched:
         await progress("target", "found " + ", ".join(sorted(f"{o.kind}/{o.name}" for o in chosen)))
 
@@ -133,24 +190,45 @@ async def analyse_cluster(
             bad = [p for p in pods if not p.healthy]
             eid = log.cite(
                 r,
-                f"{len(pods)} pod(s) in {ns}"
-                + (f", {len(bad)} not running and ready" if bad else ", all running"),
+                f"{len(pods)} pod(s) in {ns}" + (f", {len(bad)} not running and ready" if bad else ", all running and ready"),
                 [f"{p.name}: {_pod_state(p)}" for p in bad[:4]],
             )
             out.namespace_evidence.append(eid)
 
-    failing = [o for o in chosen if o.pods and not o.healthy]
-    out.healthy = [o for o in chosen if o.healthy]
-    failing.sort(key=lambda o: (-o.facts().max_restarts, o.resource))
+    failing = [o for o in chosen if _failing(o)]
+    # A workload the question names is read even when its pods look fine: its logs may say why.
+    quiet_named = [o for o in chosen if o.named and o not in failing and o.pods]
+    out.healthy = [o for o in chosen if o not in failing and (o.pods or o.workload is not None)]
+    failing.sort(key=lambda o: (not o.named, -o.facts().max_restarts, o.resource))
     failing = failing[: settings.max_workloads]
-    if failing:
-        await progress("tool_calls", f"reading pods, events and logs of {len(failing)} failing workload(s)")
-    details = await asyncio.gather(*(collect_details(tools, log, o, timeout) for o in failing))
+    examine = failing + quiet_named[: max(0, settings.max_workloads - len(failing))]
+    if examine:
+        await progress("tool_calls", f"reading pods, events and logs of {len(examine)} workload(s)")
+    details = await asyncio.gather(
+        *(collect_details(tools, log, o, timeout, troubled=o in failing) for o in examine)
+    )
+    follow = FollowUps(tools, log, got, timeout, scope.cluster_wide)
+    await asyncio.gather(*(follow.run(o) for o in examine))
+
+    # Services: those the question names, and those named in the logs of what we examined.
+    wanted = {s for s in services if s in matched}
+    for o in examine:
+        text = " ".join(error_lines("\n".join(o.logs.values()), limit=50))
+        for ns, name in services:
+            if ns == o.namespace and name != o.name and re.search(rf"(?<![-\w]){re.escape(name)}(?![-\w])", text):
+                wanted.add((ns, name))
+    svc_obs = service_findings(got, targets, wanted, log)
 
     await progress("matching", "matching failure signatures")
-    ranked = []
-    for obs, det in zip(failing, details, strict=True):
-        finding = Finding(obs, match_facts(obs.facts()))
+    ranked: list[tuple[Finding, Details | None]] = []
+    for obs, det in [*zip(examine, details, strict=True), *((s, None) for s in svc_obs)]:
+        matches = match_all(obs.facts())
+        if obs in quiet_named and not matches:
+            out.healthy.append(obs) if obs not in out.healthy else None
+            continue
+        if obs in quiet_named and obs in out.healthy:
+            out.healthy.remove(obs)
+        finding = Finding(obs, matches[0] if matches else None, alternatives=_alternatives(matches))
         finding.variables = _variables(obs, finding.match)
         ranked.append((finding, det))
     ranked.sort(key=lambda fd: -fd[0].score)
@@ -160,52 +238,157 @@ async def analyse_cluster(
     return out
 
 
+async def _node_targets(
+    tools: Toolbox, log: EvidenceLog, nodes: list[str], scope: Scope, out: ClusterOutcome, limit: float
+) -> None:
+    """An alert about a node: read the node (cluster-wide callers only)."""
+    if not (scope.cluster_wide and tools.has_tool("list_nodes")):
+        out.notes.append(
+            f"The alert is about node {', '.join(nodes)}; nodes are readable only with cluster-wide access, "
+            "which you do not have, so the node itself was not examined."
+        )
+        return
+    from sleuth_agent.rca._collect import _call
+
+    r = await _call(tools, log, "list_nodes", {}, limit)
+    if not r.ok:
+        return
+    for n in items_of(r.data, "nodes"):
+        name = str(n.get("name"))
+        if name not in nodes:
+            continue
+        obs = WorkloadObservation("", "Node", name, named=True)
+        ready = str(n.get("ready", "Unknown"))
+        cond = next((c for c in n.get("conditions") or [] if c.get("type") == "Ready"), {})
+        text = f"Node {name} is {'ready' if ready == 'True' else 'not ready'}: Ready={ready} ({cond.get('reason', '')}: {cond.get('message', '')})."
+        if ready != "True":
+            obs.derive("node", text)
+        taints = ", ".join(f"{t.get('key')}:{t.get('effect')}" for t in n.get("taints") or [])
+        obs.cites.append((r, f"node {name}: Ready={ready}", [text[:160], *([f"taints: {taints}"] if taints else [])]))
+        obs.variables.update({"node": name, "pod": "(pods on the node)"})
+        matches = match_all(obs.facts())
+        if matches:
+            f = Finding(obs, matches[0], alternatives=matches[1:])
+            f.variables = _variables(obs, f.match)
+            f.evidence = _cite(log, obs, None, f)
+            out.findings.append(f)
+        else:
+            out.healthy.append(obs)
+
+
+# Families that follow from any pod-level failure: never an alternative explanation of one.
+_CONSEQUENCES = frozenset({"rollout_stuck"})
+
+
+def _alternatives(matches: list[Match]) -> list[Match]:
+    return [m for m in matches[1:] if m.signature.family not in _CONSEQUENCES]
+
+
 def _pod_state(p: PodView) -> str:
-    for c in p.containers:
-        if c.state == "waiting" and c.reason:
-            return c.reason
-        if c.state == "terminated" and c.reason:
+    if p.reason:
+        return p.reason
+    if p.deleting:
+        return "Terminating"
+    for c in p.all_containers:
+        if c.state == "waiting" and c.reason and c.reason != "PodInitializing":
+            return f"Init:{c.reason}" if c.init else c.reason
+        if c.state == "terminated" and c.reason and not c.init:
             return c.reason
     for ctype, status, reason, _msg in p.conditions:
         if ctype == "PodScheduled" and status != "True" and reason:
             return f"{p.phase} ({reason})"
+    if p.phase == "Running" and not all(c.ready for c in p.containers):
+        return "Running, not ready"
     return p.phase or "unknown"
+
+
+def _split_endpoint(endpoint: str) -> tuple[str, str]:
+    host, _, port = endpoint.rpartition(":")
+    return (host or endpoint, port or "<port>")
 
 
 def _variables(obs: WorkloadObservation, match: Match | None) -> dict[str, str]:
     pod, c = obs.representative()
     facts = obs.facts()
-    codes = [str(x) for x in facts.exit_codes if x not in (0,)]
+    codes = [str(x) for x in facts.exit_codes if x not in (0,)] or [str(x) for x in facts.exit_codes]
+    w = obs.workload
     v = {
         "resource": obs.resource,
         "kind": obs.kind,
         "kind_lower": obs.kind.lower(),
         "workload": obs.name,
         "namespace": obs.namespace,
-        "pod": pod.name if pod else "",
+        "pod": pod.name if pod else obs.name,
         "container": c.name if c else "",
         "restarts": str(c.restart_count if c else 0),
         "memory_limit": (c.memory_limit if c else "") or "its",
-        "memory_limit_next": next_memory_limit(c.memory_limit)
-        if c and c.memory_limit
-        else "<a higher limit>",
+        "memory_limit_next": next_memory_limit(c.memory_limit) if c and c.memory_limit else "<a higher limit>",
         "memory_request": (c.memory_request if c else "") or "unset",
+        "cpu_limit": (c.cpu_limit if c else "") or "none",
+        "cpu_request": (c.cpu_request if c else "") or "none",
         "exit_code": codes[0] if codes else "?",
         "image": (c.image if c else "") or "?",
-        "waiting_reason": facts.waiting_reason[0] if facts.waiting_reason else "",
+        "waiting_reason": facts.waiting_reason[0] if facts.waiting_reason else (c.reason if c and c.reason else "not ready"),
         "event_message": facts.event_message[0] if facts.event_message else "",
-        "log_line": facts.log[0] if facts.log else "(no error line in the logs)",
+        "log_line": facts.log[0] if facts.log else (facts.termination_message[0] if facts.termination_message else "(no error line in the logs)"),
+        "termination_message": facts.termination_message[0] if facts.termination_message else "",
+        "replicas": str(w.replicas if w and w.replicas is not None else "?"),
+        "updated": str(w.updated if w and w.updated is not None else "?"),
+        "storage_classes": "see kubectl get storageclass",
+        "pvc": "<claim>",
+        "pvc_size": "?",
+        "pvc_size_next": "<larger size>",
+        "probe_effect": "keeps running",
+        "node_selector": ",".join(f"{k}={val}" for k, val in pod.node_selector) if pod and pod.node_selector else "none",
+        "node": pod.node if pod and pod.node else "?",
+        "derived": "",
     }
+    if c is not None and c.cpu_limit:
+        from sleuth_agent.rca._followups import _cpu_double
+
+        v["cpu_limit_next"] = _cpu_double(c.cpu_limit)
+    v.update(obs.variables)
     if match is not None:
         v.update(match.variables)
+        v["derived"] = " ".join(_derived_for(match, obs))
+    if "endpoint" in v:
+        v["endpoint_host"], v["endpoint_port"] = _split_endpoint(v["endpoint"])
+    else:
+        v["endpoint"] = "its dependency"
+    if match is not None and match.signature.family == "dependency_unreachable" and v["endpoint"] == "its dependency":
+        host = re.search(r"\b((?:\d{1,3}\.){3}\d{1,3}:\d+)\b", v.get("dependency_line", ""))
+        if host:
+            v["endpoint"] = host.group(1)
+            v["endpoint_host"], v["endpoint_port"] = _split_endpoint(host.group(1))
     return v
 
 
-def _cite(log: EvidenceLog, obs: WorkloadObservation, det: Details, finding: Finding) -> list[str]:
+_DERIVED_KEYS = {
+    "service_no_endpoints": ("service",),
+    "node_not_ready": ("node", "node_access"),
+    "pvc_pending": ("pvc",),
+    "quota_exceeded": ("quota",),
+    "disk_full": ("volume",),
+    "network_policy_blocked": ("netpol",),
+    "probe_failure": ("probe",),
+    "dependency_unreachable": ("dependency",),
+}
+
+
+def _derived_for(match: Match, obs: WorkloadObservation) -> list[str]:
+    out = []
+    for key in _DERIVED_KEYS.get(match.signature.family, ()):
+        out.extend(obs.derived.get(key, []))
+    return out
+
+
+def _cite(log: EvidenceLog, obs: WorkloadObservation, det: Details | None, finding: Finding) -> list[str]:
     ids: list[str] = []
     pod, c = obs.representative()
-    if det.pod is not None and det.pod.ok and pod is not None:
+    if det is not None and det.pod is not None and det.pod.ok and pod is not None:
         hl = [_pod_state(pod)]
+        if pod.message:
+            hl.append(pod.message[:160])
         if c is not None:
             if c.last_reason:
                 hl.append(f"last terminated: {c.last_reason}")
@@ -215,22 +398,48 @@ def _cite(log: EvidenceLog, obs: WorkloadObservation, det: Details, finding: Fin
                 hl.append(f"{c.restart_count} restarts")
             if c.memory_limit:
                 hl.append(f"limits.memory={c.memory_limit}")
-            if c.state == "waiting" and c.message and finding.family in ("missing_config", "image_pull"):
+            if c.cpu_limit and finding.family == "cpu_throttled":
+                hl.append(f"limits.cpu={c.cpu_limit}")
+            if c.state == "waiting" and c.message:
                 hl.append(c.message[:160])
+            if c.last_message:
+                hl.append(c.last_message[:160])
         for ctype, status, _r, msg in pod.conditions:
             if ctype == "PodScheduled" and status != "True" and msg:
                 hl.append(msg[:160])
+        if pod.node_selector:
+            hl.append("nodeSelector " + ",".join(f"{k}={v}" for k, v in pod.node_selector))
         ids.append(log.cite(det.pod, f"pod {pod.name}: {_pod_state(pod)}", hl))
-    if det.events is not None and det.events.ok:
-        warn = [e for e in obs.events if e.type == "Warning" and (pod is None or e.object_name == pod.name)]
-        summary = f"{len(warn)} warning event(s) for {pod.name if pod else obs.name}"
-        ids.append(log.cite(det.events, summary, [f"{e.reason}: {e.message[:140]}" for e in warn[:3]]))
-    for result, label in ((det.previous_log, "previous"), (det.current_log, "current")):
-        if result is not None and result.ok and c is not None:
-            text = obs.logs.get((pod.name if pod else "", c.name, label == "previous"), "")
-            lines = error_lines(text, limit=3)
-            if lines or label == "previous":
-                ids.append(
-                    log.cite(result, f"{label} log of {c.name} ({len(text.splitlines())} lines)", lines)
-                )
-    return ids
+    names = {p.name for p in obs.pods} | {obs.name}
+    warn = [e for e in obs.events if e.type == "Warning" and (e.object_name in names or e.object_kind in ("ReplicaSet", "Job"))]
+    if det is not None and det.events is not None and det.events.ok:
+        mine = [e for e in warn if pod is None or e.object_name in (pod.name, obs.name)] or warn
+        summary = f"{len(mine)} warning event(s) for {pod.name if pod else obs.name}"
+        ids.append(log.cite(det.events, summary, [f"{e.reason}: {e.message[:140]}" for e in mine[:3]]))
+    elif warn:
+        ns_events = [r for r in log_results(log, "list_events", obs.namespace)]
+        if ns_events:
+            ids.append(
+                log.cite(ns_events[0], f"{len(warn)} warning event(s) about {obs.name}", [f"{e.reason}: {e.message[:140]}" for e in warn[:3]])
+            )
+    if det is not None:
+        for result, label in ((det.previous_log, "previous"), (det.current_log, "current")):
+            if result is not None and result.ok and c is not None:
+                text = obs.logs.get((pod.name if pod else "", c.name, label == "previous"), "")
+                lines = error_lines(text, limit=3)
+                if lines or label == "previous":
+                    ids.append(log.cite(result, f"{label} log of {c.name} ({len(text.splitlines())} lines)", lines))
+    if obs.workload is not None and (finding.family in ("rollout_stuck", "quota_exceeded", "job_failed") or not obs.pods):
+        r = next(iter(log_results(log, "list_workloads", obs.namespace)), None)
+        if r is not None:
+            conds = [f"{t}={s} {rr}: {m}"[:160] for t, s, rr, m in obs.workload.conditions if s != "True" or t in ("ReplicaFailure", "Failed")]
+            if obs.workload.paused:
+                conds.insert(0, "paused: true")
+            ids.append(log.cite(r, f"{obs.kind} {obs.name}: {obs.workload.ready or 0}/{obs.workload.replicas} ready", conds))
+    for result, summary, hl in obs.cites:
+        ids.append(log.cite(result, summary, hl))
+    return list(dict.fromkeys(ids))
+
+
+def log_results(log: EvidenceLog, tool: str, namespace: str) -> list:
+    return [r for r in log.results if r.tool == tool and r.ok and (r.args or {}).get("namespace") == namespace]

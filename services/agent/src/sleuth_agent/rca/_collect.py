@@ -40,6 +40,7 @@ class Collected:
     pods: dict[str, list[PodView]] = field(default_factory=dict)
     workloads: dict[str, list[WorkloadView]] = field(default_factory=dict)
     events: dict[str, list[EventView]] = field(default_factory=dict)
+    services: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     results: dict[tuple[str, str], ToolResult] = field(default_factory=dict)  # (tool, namespace)
 
     def observations(self) -> dict[tuple[str, str, str], WorkloadObservation]:
@@ -52,9 +53,12 @@ class Collected:
                 obs.pods.append(pod)
         for ns, workloads in self.workloads.items():
             for w in workloads:
-                if w.kind in ("ReplicaSet", "Job") or not w.name:
+                if w.kind == "ReplicaSet" or not w.name:
                     continue
-                out.setdefault((ns, w.kind, w.name), WorkloadObservation(ns, w.kind, w.name))
+                if w.kind == "CronJob":
+                    continue  # its runs are Jobs, observed one by one
+                obs = out.setdefault((ns, w.kind, w.name), WorkloadObservation(ns, w.kind, w.name))
+                obs.workload = w
         for ns, events in self.events.items():
             for ev in events:
                 for (ons, _kind, name), obs in out.items():
@@ -77,8 +81,8 @@ async def _call(
     timeout: float,  # noqa: ASYNC109
 ) -> ToolResult:
     if not tools.has_tool(tool):
-        result = ToolResult(tool=tool, status="error", args=args, error=f"the server has no {tool} tool")
-        return log.record(result)
+        # Not offered to this caller (or not by this server): nothing was read, nothing failed.
+        return ToolResult(tool=tool, status="error", args=args, error=f"the server has no {tool} tool")
     return log.record(await tools.call(tool, args, timeout=timeout))
 
 
@@ -95,6 +99,7 @@ async def collect_namespaces(
         jobs.append(("list_pods", ns, _call(tools, log, "list_pods", {"namespace": ns}, timeout)))
         jobs.append(("list_workloads", ns, _call(tools, log, "list_workloads", {"namespace": ns}, timeout)))
         jobs.append(("list_events", ns, _call(tools, log, "list_events", {"namespace": ns}, timeout)))
+        jobs.append(("list_services", ns, _call(tools, log, "list_services", {"namespace": ns}, timeout)))
     results = await asyncio.gather(*(j[2] for j in jobs))
     for (tool, ns, _), result in zip(jobs, results, strict=True):
         got.results[(tool, ns)] = result
@@ -104,6 +109,8 @@ async def collect_namespaces(
             got.pods[ns] = [PodView.parse(p) for p in items_of(result.data, "pods")]
         elif tool == "list_workloads":
             got.workloads[ns] = [WorkloadView.parse(w) for w in items_of(result.data, "workloads")]
+        elif tool == "list_services":
+            got.services[ns] = items_of(result.data, "services")
         else:
             got.events[ns] = [EventView.parse(e) for e in items_of(result.data, "events")]
     return got
@@ -122,6 +129,7 @@ async def collect_details(
     log: EvidenceLog,
     obs: WorkloadObservation,
     timeout: float,  # noqa: ASYNC109
+    troubled: bool = True,
 ) -> Details:
     """The representative pod of a failing workload: the pod, its events, its logs."""
     pod, container = obs.representative()
@@ -136,7 +144,7 @@ async def collect_details(
     }
     # A waiting container has no current instance: its "current" log is the previous one again.
     started = container is not None and container.state in ("running", "terminated")
-    if container is not None and (container.restart_count > 0 or container.last_reason):
+    if troubled and container is not None and (container.restart_count > 0 or container.last_reason):
         calls["previous_log"] = _call(
             tools,
             log,
@@ -168,7 +176,7 @@ async def collect_details(
                 obs.events.append(ev)
     if details.pod is not None and details.pod.ok and isinstance(details.pod.data, dict):
         fresh = PodView.parse(details.pod.data.get("pod", details.pod.data))
-        if fresh.name == pod.name and fresh.containers:
+        if fresh.name == pod.name and (fresh.containers or fresh.init_containers):
             obs.pods = [fresh if p.name == pod.name else p for p in obs.pods]
     for key, previous in (("previous_log", True), ("current_log", False)):
         result = getattr(details, key)

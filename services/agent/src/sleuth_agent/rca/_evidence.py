@@ -3,12 +3,30 @@ hid (counts only) and which sources did not answer."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
+from typing import Any
 
 from sleuth_common.mcp import ToolResult
 from sleuth_common.messages import Evidence
 
-__all__ = ["EvidenceLog"]
+__all__ = ["EvidenceLog", "command_for"]
+
+
+def command_for(tool: str, args: dict[str, Any]) -> str:
+    """The replayable kubectl command for the tools ``kubectl_command`` does not know yet."""
+    ns = f" -n {shlex.quote(str(args['namespace']))}" if args.get("namespace") else ""
+    if tool == "list_resources":
+        return f"kubectl get {shlex.quote(str(args.get('kind', '')))}{ns} -o yaml"
+    if tool == "list_storage":
+        kinds = args.get("kinds") or ["persistentvolumes", "storageclasses", "ingressclasses"]
+        return f"kubectl get {','.join(kinds)}"
+    if tool == "analyze_logs":
+        sel = args.get("label_selector") or f"<selector of {args.get('workload', '')}>"
+        return f"kubectl logs{ns} -l {shlex.quote(str(sel))} --all-containers --prefix --timestamps"
+    if tool == "subgraph":
+        return f"kubectl get all,ingress,hpa,pdb,networkpolicy,pvc{ns} -o wide"
+    return ""
 
 
 @dataclass
@@ -18,17 +36,22 @@ class EvidenceLog:
     removed: int = 0
     withheld: int = 0
     denied: int = 0
+    missing: int = 0
     unavailable: list[str] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
     _by_call: dict[int, str] = field(default_factory=dict)
 
     def record(self, result: ToolResult) -> ToolResult:
         """Count one call (every call passes here, cited or not)."""
         self.calls += 1
+        self.results.append(result)
         self.removed += result.removed
         if result.status == "withheld":
             self.withheld += 1
         elif result.status == "denied":
             self.denied += 1
+        elif result.status == "error" and ("NotFound" in result.error or '"code":404' in result.error):
+            self.missing += 1  # an answer ("it does not exist"), not an outage
         elif result.status == "error":
             what = result.command or result.tool
             self.unavailable.append(f"{result.cluster or 'cluster'}: `{what}` failed: {result.error[:200]}")
@@ -44,7 +67,7 @@ class EvidenceLog:
             Evidence(
                 id=eid,
                 tool=result.tool,
-                command=result.command,
+                command=result.command or command_for(result.tool, result.args),
                 summary=summary,
                 highlights=tuple(h for h in dict.fromkeys(highlights) if h)[:6],
             )

@@ -14,7 +14,7 @@ from typing import Any
 from sleuth_agent.rca._analyse import ClusterOutcome, analyse_cluster
 from sleuth_agent.rca._collect import Toolbox
 from sleuth_agent.rca._evidence import EvidenceLog
-from sleuth_agent.rca._plan import parse_question, pick_clusters
+from sleuth_agent.rca._plan import alert_target, parse_question, pick_clusters, terms_for_alerts
 from sleuth_agent.rca._report import build_result, simple_result
 from sleuth_agent.settings import Settings
 from sleuth_common.config import ClusterSettings
@@ -98,11 +98,15 @@ async def _investigate(
             "You do not have read access to any namespace on the clusters Sleuth knows, so I cannot "
             "investigate anything for you. Ask your cluster administrator for access, then send `refresh`.",
         )
-    question = job.question or " ".join(
-        f"{a.labels.get('alertname', '')} {' '.join(a.labels.values())}" for a in job.alerts
-    )
+    target = alert_target(job.alerts) if job.alerts else None
+    question = job.question or (" ".join(target.clusters) if target else "")
     in_scope = [name for name, cs in scope.clusters.items() if cs.cluster_wide or cs.namespaces]
-    clusters, refused = pick_clusters(job.clusters, question, settings.clusters, in_scope)
+    requested = list(job.clusters)
+    if not requested and target is not None:
+        # An alert's cluster/region label names the cluster; unknown labels do not narrow it.
+        known = {w.lower() for c in settings.clusters for w in (c.name, *c.aliases)}
+        requested = [c for c in target.clusters if c.lower() in known][:1]
+    clusters, refused = pick_clusters(requested, question, settings.clusters, in_scope)
     notes = []
     if refused:
         notes.append(
@@ -116,7 +120,10 @@ async def _investigate(
     if not clusters:
         return simple_result("denied", " ".join(notes) or "None of the clusters you can read was named.")
     words = [w for c in settings.clusters for w in (c.name, *c.aliases)]
-    terms = parse_question(question, words)
+    if target is not None and not job.question:
+        terms = terms_for_alerts(target)
+    else:
+        terms = parse_question(question, words)
     evidence = EvidenceLog()
     outcomes: list[ClusterOutcome] = []
     extra_unavailable: list[str] = []
@@ -128,7 +135,9 @@ async def _investigate(
                 if not any(c.available for c in tools.clients):
                     continue
             outcomes.append(
-                await analyse_cluster(tools, cscope, cluster.name, terms, settings.agent, evidence, progress)
+                await analyse_cluster(
+                    tools, cscope, cluster.name, terms, settings.agent, evidence, progress, alert=target
+                )
             )
     await progress("writing", "writing the answer")
     if not outcomes:

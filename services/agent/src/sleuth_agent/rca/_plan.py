@@ -155,3 +155,76 @@ def resolve_names(
         else:
             ambiguous.append(word)
     return matched, unmatched, ambiguous
+
+
+_ALERT_OBJECT_LABELS = (
+    ("deployment", "deployment"),
+    ("statefulset", "statefulset"),
+    ("daemonset", "daemonset"),
+    ("job_name", "job"),
+    ("cronjob", "cronjob"),
+    ("pod", "pod"),
+    ("service", "service"),
+    ("persistentvolumeclaim", "pvc"),
+)
+
+
+@dataclass(frozen=True)
+class AlertTarget:
+    """What structured alert labels say the investigation is about."""
+
+    namespaces: tuple[str, ...] = ()
+    objects: tuple[str, ...] = ()  # object names from labels (pod, deployment, job_name, ...)
+    nodes: tuple[str, ...] = ()
+    clusters: tuple[str, ...] = ()
+    facts: tuple[str, ...] = ()  # "AlertName: description" for the matcher
+    containers: tuple[str, ...] = ()
+
+
+def alert_target(alerts: Iterable[object]) -> AlertTarget:
+    """Targets from Alertmanager labels (namespace, pod, deployment, statefulset, daemonset,
+    job_name, node, service, cluster/region). ``job`` is Prometheus' scrape job, not a Job."""
+    ns: list[str] = []
+    objs: list[str] = []
+    nodes: list[str] = []
+    clusters: list[str] = []
+    facts: list[str] = []
+    containers: list[str] = []
+    for a in alerts:
+        labels = dict(getattr(a, "labels", {}) or {})
+        ann = dict(getattr(a, "annotations", {}) or {})
+        if labels.get("namespace"):
+            ns.append(labels["namespace"])
+        for key, _kind in _ALERT_OBJECT_LABELS:
+            if labels.get(key):
+                objs.append(labels[key])
+        if labels.get("node"):
+            nodes.append(labels["node"])
+        if labels.get("container"):
+            containers.append(labels["container"])
+        for key in ("cluster", "region"):
+            if labels.get(key):
+                clusters.append(labels[key])
+        text = ann.get("description") or ann.get("summary") or ann.get("message") or ""
+        facts.append(f"{labels.get('alertname', 'alert')}: {text}".strip())
+    return AlertTarget(
+        tuple(dict.fromkeys(ns)),
+        tuple(dict.fromkeys(objs)),
+        tuple(dict.fromkeys(nodes)),
+        tuple(dict.fromkeys(clusters)),
+        tuple(facts),
+        tuple(dict.fromkeys(containers)),
+    )
+
+
+def terms_for_alerts(target: AlertTarget) -> QuestionTerms:
+    """Question terms built from alert labels only (never from the alert's free text)."""
+    words = [*target.objects]
+    text = " ".join([*(f"namespace {n}" for n in target.namespaces), *words, *target.nodes])
+    return QuestionTerms(
+        text=text,
+        tokens=tuple(words),
+        names=tuple(words),
+        namespace_claims=target.namespaces,
+        object_words=tuple(words),
+    )

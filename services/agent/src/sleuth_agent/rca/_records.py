@@ -66,9 +66,15 @@ class ContainerView:
     memory_limit: str = ""
     memory_request: str = ""
     cpu_limit: str = ""
+    cpu_request: str = ""
+    last_message: str = ""
+    last_finished: str = ""
+    init: bool = False
+    readiness_probe: dict[str, Any] = field(default_factory=dict)
+    liveness_probe: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, c: dict[str, Any], spec: dict[str, Any] | None = None) -> ContainerView:
+    def parse(cls, c: dict[str, Any], spec: dict[str, Any] | None = None, init: bool = False) -> ContainerView:
         state = _get(c, "state", default={}) or {}
         kind, detail = "", {}
         if isinstance(state, dict):
@@ -102,7 +108,34 @@ class ContainerView:
             memory_limit=str(limits.get("memory", "") or ""),
             memory_request=str(requests.get("memory", "") or ""),
             cpu_limit=str(limits.get("cpu", "") or ""),
+            cpu_request=str(requests.get("cpu", "") or ""),
+            last_message=str(_get(last, "message", default="") or ""),
+            last_finished=str(_get(last, "finished_at", "finishedAt", default="") or ""),
+            init=init,
+            readiness_probe=_probe(_get(c, "readiness_probe", default=None) or _get(spec, "readinessProbe", default=None)),
+            liveness_probe=_probe(_get(c, "liveness_probe", default=None) or _get(spec, "livenessProbe", default=None)),
         )
+
+
+def _probe(p: Any) -> dict[str, Any]:
+    """A probe as kube-mcp shapes it (type, path, port, timeout_seconds...), from either shape."""
+    if not isinstance(p, dict):
+        return {}
+    if "type" in p:
+        return dict(p)
+    for key, kind in (("httpGet", "http"), ("tcpSocket", "tcp"), ("exec", "exec"), ("grpc", "grpc")):
+        if key in p:
+            h = p[key] or {}
+            return {
+                "type": kind,
+                "path": h.get("path"),
+                "port": h.get("port"),
+                "command": h.get("command"),
+                "period_seconds": p.get("periodSeconds", 10),
+                "timeout_seconds": p.get("timeoutSeconds", 1),
+                "failure_threshold": p.get("failureThreshold", 3),
+            }
+    return {}
 
 
 def _int(v: Any) -> int | None:
@@ -122,6 +155,14 @@ class PodView:
     owner_name: str = ""
     conditions: tuple[tuple[str, str, str, str], ...] = ()  # (type, status, reason, message)
     node: str = ""
+    reason: str = ""  # pod-level status reason (Evicted, NodeLost...)
+    message: str = ""
+    deleting: bool = False
+    init_containers: tuple[ContainerView, ...] = ()
+    volumes: tuple[tuple[str, str, str], ...] = ()  # (volume name, type, source name)
+    node_selector: tuple[tuple[str, str], ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()
+    service_account: str = ""
 
     @classmethod
     def parse(cls, p: dict[str, Any]) -> PodView:
@@ -142,6 +183,33 @@ class PodView:
         containers = tuple(
             ContainerView.parse(c, specs.get(c.get("name"))) for c in raw if isinstance(c, dict)
         )
+        init_specs = {
+            c.get("name"): c for c in _get(spec, "initContainers", default=[]) or [] if isinstance(c, dict)
+        }
+        init_raw = _get(p, "init_containers", default=None) or _get(
+            status, "initContainerStatuses", default=None
+        ) or []
+        inits = tuple(
+            ContainerView.parse(c, init_specs.get(c.get("name")), init=True)
+            for c in init_raw
+            if isinstance(c, dict)
+        )
+        volumes = []
+        for v in _get(p, "volumes", default=None) or _get(spec, "volumes", default=[]) or []:
+            if not isinstance(v, dict):
+                continue
+            if "type" in v:
+                volumes.append((str(v.get("name", "")), str(v.get("type", "")), str(v.get("source", "") or "")))
+                continue
+            for key, label, src in (
+                ("configMap", "config_map", "name"),
+                ("secret", "secret", "secretName"),
+                ("persistentVolumeClaim", "pvc", "claimName"),
+            ):
+                if key in v:
+                    volumes.append((str(v.get("name", "")), label, str((v[key] or {}).get(src, ""))))
+        selector = _get(p, "node_selector", default=None) or _get(spec, "nodeSelector", default={}) or {}
+        labels = _get(p, "labels", default=None) or _get(meta, "labels", default={}) or {}
         owner = _get(p, "owner", default=None)
         okind = oname = ""
         if isinstance(owner, dict):
@@ -175,6 +243,17 @@ class PodView:
             node=str(
                 _get(p, "node", "node_name", "nodeName", default="") or _get(spec, "nodeName", default="")
             ),
+            reason=str(_get(p, "reason", default="") or _get(status, "reason", default="") or ""),
+            message=str(_get(p, "message", default="") or _get(status, "message", default="") or ""),
+            deleting=str(_get(p, "status", default="")) == "Terminating"
+            or bool(_get(meta, "deletionTimestamp", default=None)),
+            init_containers=inits,
+            volumes=tuple(volumes),
+            node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+            labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())) if isinstance(labels, dict) else (),
+            service_account=str(
+                _get(p, "service_account", default="") or _get(spec, "serviceAccountName", default="") or ""
+            ),
         )
 
     @property
@@ -185,9 +264,13 @@ class PodView:
     def healthy(self) -> bool:
         if self.phase == "Succeeded":
             return True
-        if self.phase != "Running":
+        if self.phase != "Running" or self.deleting:
             return False
         return all(c.ready for c in self.containers) if self.containers else False
+
+    @property
+    def all_containers(self) -> tuple[ContainerView, ...]:
+        return self.init_containers + self.containers
 
     @property
     def workload(self) -> tuple[str, str]:
@@ -197,8 +280,7 @@ class PodView:
             m = re.match(r"^(.*)-[a-z0-9]{6,10}$", name)
             return ("Deployment", m.group(1) if m else name)
         if kind == "Job":
-            m = re.match(r"^(.*)-\d{6,}$", name)
-            return ("CronJob", m.group(1)) if m else ("Job", name)
+            return ("Job", name)
         if kind:
             return (kind, name)
         return ("Pod", self.name)
@@ -240,18 +322,50 @@ class WorkloadView:
     replicas: int | None = None
     ready: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    conditions: tuple[tuple[str, str, str, str], ...] = ()
+    paused: bool = False
+    updated: int | None = None
+    owner_kind: str = ""
+    owner_name: str = ""
+    failed: int = 0
+    selector: str = ""
 
     @classmethod
     def parse(cls, w: dict[str, Any]) -> WorkloadView:
         meta = _get(w, "metadata", default={}) or {}
         status = _get(w, "status", default={}) if isinstance(_get(w, "status"), dict) else {}
+        reps = _get(w, "replicas", default=None)
+        spec = _get(w, "spec", default={}) if isinstance(_get(w, "spec"), dict) else {}
+        desired = ready = updated = None
+        if isinstance(reps, dict):
+            desired, ready, updated = _int(reps.get("desired")), _int(reps.get("ready")), _int(reps.get("updated"))
+        else:
+            desired = _int(reps if reps is not None else spec.get("replicas"))
+            ready = _int(_get(status, "readyReplicas", default=None))
+            updated = _int(_get(status, "updatedReplicas", default=None))
+        conds_raw = _get(w, "conditions", default=None) or _get(status, "conditions", default=[]) or []
+        conds = tuple(
+            (str(c.get("type", "")), str(c.get("status", "")), str(c.get("reason", "") or ""), str(c.get("message", "") or ""))
+            for c in conds_raw
+            if isinstance(c, dict)
+        )
+        owner = _get(w, "owner", default=None)
+        if not isinstance(owner, dict):
+            refs = _get(meta, "ownerReferences", default=[]) or []
+            owner = refs[0] if refs and isinstance(refs[0], dict) else {}
+        job = _get(w, "job", default={}) or {}
+        sel = _get(w, "selector", default="") or _get(spec, "selector", default="")
         return cls(
             namespace=str(_get(w, "namespace", default="") or _get(meta, "namespace", default="")),
             kind=str(_get(w, "kind", default="")),
             name=str(_get(w, "name", default="") or _get(meta, "name", default="")),
-            replicas=_int(_get(w, "replicas", "desired", default=None)),
-            ready=_int(
-                _get(w, "ready", "ready_replicas", "readyReplicas", default=None)
-                or _get(status, "readyReplicas", default=None)
-            ),
+            replicas=desired,
+            ready=ready,
+            conditions=conds,
+            paused=bool(_get(w, "paused", default=False) or spec.get("paused", False)),
+            updated=updated,
+            owner_kind=str(owner.get("kind", "")),
+            owner_name=str(owner.get("name", "")),
+            failed=int(job.get("failed", 0) or _get(status, "failed", default=0) or 0) if isinstance(job, dict) else 0,
+            selector=sel if isinstance(sel, str) else "",
         )

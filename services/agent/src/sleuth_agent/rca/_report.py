@@ -68,24 +68,26 @@ def build_result(
         "unavailable": unavailable,
         "tool_calls": log.calls,
     }
-    lead = [*notes]
+    lead = [*notes, *(n for o in outcomes for n in o.notes)]
     if refused:
         lead.append("You do not have access to namespace " + ", ".join(refused) + ".")
 
     if not examined and refused:
         answer = _md([*lead, f"You can read: {scope_text}."], [], log, unavailable, withheld)
         return InvestigationResult(status="denied", answer_markdown=answer, **common)  # type: ignore[arg-type]
+    words = ", ".join(dict.fromkeys(w for o in outcomes for w in o.unresolved_words)) or "the name in your question"
     if any(o.unresolved for o in outcomes) and not findings:
         if cluster_wide:
-            text = "I could not find a workload matching the name in your question."
+            text = f"I could not find a workload matching {words}."
             return InvestigationResult(
                 status="insufficient_evidence",
                 answer_markdown=_md([*lead, text], [], log, unavailable, withheld),
                 **common,  # type: ignore[arg-type]
             )
         text = (
-            "I could not find the workload you asked about in the namespaces you can read "
-            f"({scope_text}). It may not exist, or it may be in a namespace you do not have access to."
+            f"I could not find {words} in the namespaces you can read ({scope_text}). It may not exist, "
+            "or it may be in a namespace you do not have access to: your access limits what I can see, "
+            "so this is not proof that it does not exist."
         )
         return InvestigationResult(
             status="denied",
@@ -93,7 +95,10 @@ def build_result(
             **common,  # type: ignore[arg-type]
         )
     if any(o.ambiguous for o in outcomes) and not findings:
-        text = "The name in your question matches more than one workload; please name the workload exactly."
+        text = (
+            f"The name {words} in your question matches more than one workload; please name the workload "
+            "exactly."
+        )
         return InvestigationResult(
             status="insufficient_evidence",
             answer_markdown=_md([*lead, text], [], log, unavailable, withheld),
@@ -123,16 +128,26 @@ def build_result(
 
     top = findings[0]
     matched = [f for f in findings if f.match is not None]
-    status = "diagnosed" if matched else "insufficient_evidence"
     primary = matched[0] if matched else top
+    # The gate: a root cause needs at least medium confidence; below that, say what was checked.
+    status = "diagnosed" if matched and primary.confidence in ("high", "medium") else "insufficient_evidence"
     rc = RootCause(
-        family=primary.family,
+        family=primary.family if status == "diagnosed" else "insufficient_evidence",
         resource=primary.obs.resource,
         summary=_summary(primary),
-        confidence=primary.confidence,
+        confidence=primary.confidence if status == "diagnosed" else "low",
     )  # type: ignore[arg-type]
     others = [f for f in findings if f is not primary]
-    candidates = tuple(Candidate(family=f.family, resource=f.obs.resource, score=f.score) for f in others)
+    if status != "diagnosed" and primary.match is not None:
+        others = [primary, *others]
+    cands = [Candidate(family=m.signature.family, resource=primary.obs.resource, score=primary.alternative_score(m)) for m in primary.alternatives]
+    cands += [Candidate(family=f.family, resource=f.obs.resource, score=f.score) for f in others]
+    cands += [
+        Candidate(family=m.signature.family, resource=f.obs.resource, score=f.alternative_score(m))
+        for f in others
+        for m in f.alternatives
+    ]
+    candidates = tuple(sorted(cands, key=lambda c: -c.score))
     actions: list[Action] = _actions(primary)
     for f in others:
         actions.extend(_actions(f)[:1])
@@ -143,10 +158,23 @@ def build_result(
         if len(findings) > 1
         else f"**Problem:** {primary.obs.resource} is failing."
     )
-    sections = [
-        f"**Root cause** ({primary.family}, confidence {primary.confidence}): {_summary(primary)} "
-        + _refs(primary.evidence)
-    ]
+    if status == "diagnosed":
+        sections = [
+            f"**Root cause** ({primary.family}, confidence {primary.confidence}): {_summary(primary)} "
+            + _refs(primary.evidence)
+        ]
+    else:
+        sections = [
+            "**Root cause:** not established. What was checked does not support a root cause with enough "
+            f"confidence. Strongest lead ({primary.family}, confidence {primary.confidence}): "
+            f"{_summary(primary)} " + _refs(primary.evidence)
+        ]
+    if primary.alternatives:
+        sections.append(
+            "**Other explanations considered:** "
+            + "; ".join(f"{m.signature.family} ({m.confidence})" for m in primary.alternatives)
+            + "."
+        )
     for f in others:
         sections.append(
             f"**Also failing** — {f.obs.resource} ({f.family}, confidence {f.confidence}): "

@@ -13,7 +13,7 @@ import yaml
 
 from sleuth_agent.rca._observe import Facts
 
-__all__ = ["Match", "Signature", "load_catalog", "match_facts"]
+__all__ = ["Match", "Signature", "load_catalog", "match_all", "match_facts"]
 
 _CONFIDENCES = ("high", "medium", "low")
 
@@ -82,15 +82,28 @@ def holds(matcher: Mapping[str, Any], facts: Facts) -> bool:
             ok = any(c not in arg for c in facts.exit_codes)
         elif key == "restarts_at_least":
             ok = facts.max_restarts >= int(arg)
+        elif key == "init_failed":
+            ok = facts.init_failed == bool(arg)
         elif key in (
             "waiting_reason",
             "termination_reason",
             "last_termination_reason",
             "phase",
             "event_reason",
+            "pod_reason",
+            "workload_kind",
         ):
             ok = any(v in arg for v in facts.values(key))
-        elif key in ("event_message", "waiting_message", "condition_message", "log"):
+        elif key in (
+            "event_message",
+            "waiting_message",
+            "condition_message",
+            "log",
+            "termination_message",
+            "pod_message",
+            "workload_condition",
+            "alert",
+        ) or key.startswith("derived."):
             ok = _search(str(arg), facts.values(key)) is not None
         else:
             raise ValueError(f"unknown matcher key {key!r} in the signature catalog")
@@ -103,6 +116,8 @@ def _confidence(spec: Any, facts: Facts) -> str:
     if isinstance(spec, str):
         return spec if spec in _CONFIDENCES else "medium"
     base = spec.get("base", "medium")
+    if "low_if" in spec and holds(spec["low_if"], facts):
+        return "low"  # a contradiction holds the signature at low, whatever else agrees
     if "high_if" in spec and holds(spec["high_if"], facts):
         return "high"
     return base
@@ -127,7 +142,18 @@ def _extract(spec: Mapping[str, Any], facts: Facts) -> dict[str, str]:
 
 def match_facts(facts: Facts, catalog: Iterable[Signature] | None = None) -> Match | None:
     """The first signature that matches, with its confidence and variables."""
+    found = match_all(facts, catalog)
+    return found[0] if found else None
+
+
+def match_all(facts: Facts, catalog: Iterable[Signature] | None = None) -> list[Match]:
+    """Every matching signature in catalog order, one per family (the first of each family)."""
+    out: list[Match] = []
+    families: set[str] = set()
     for sig in catalog if catalog is not None else load_catalog():
+        if sig.family in families:
+            continue
         if holds(sig.match, facts):
-            return Match(sig, _confidence(sig.confidence, facts), _extract(sig.extract, facts))
-    return None
+            families.add(sig.family)
+            out.append(Match(sig, _confidence(sig.confidence, facts), _extract(sig.extract, facts)))
+    return out

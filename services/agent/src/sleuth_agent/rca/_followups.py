@@ -1,0 +1,326 @@
+"""Follow-ups in code (DESIGN §3): once the first reads show a symptom, read what explains it.
+
+Pending → scheduling events → quota → PVC → StorageClass; restarts → last termination → limits;
+readiness failures → probe spec → endpoints; network errors in logs → Services → NetworkPolicies;
+FailedCreate → quota; NodeNotReady → the node (only with cluster-wide access; otherwise the
+answer says the node is outside the caller's access). Each follow-up adds ``derived`` facts,
+template variables and citable results to the observation; a follow-up whose read fails leaves
+the observation as it was (the failure is recorded as unavailable by the EvidenceLog).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from sleuth_agent.rca._collect import Collected, Toolbox, _call
+from sleuth_agent.rca._evidence import EvidenceLog
+from sleuth_agent.rca._observe import WorkloadObservation, next_memory_limit
+from sleuth_agent.rca._records import PodView, items_of
+
+__all__ = ["FollowUps", "label_selects", "parse_selector", "service_findings"]
+
+_NET_ERROR = re.compile(
+    r"timed out|timeout|no servers could be reached|connection refused|ECONNREFUSED|Couldn't connect|"
+    r"Failed to connect|no route to host|no such host|could not resolve|name resolution",
+    re.IGNORECASE,
+)
+_DNS_TIMEOUT = re.compile(r"no servers could be reached|lookup .* i/o timeout|name resolution|resolve", re.IGNORECASE)
+_QUOTA = re.compile(r"exceeded quota|failed quota|must specify (limits|requests)", re.IGNORECASE)
+
+
+def parse_selector(text: str | None) -> dict[str, str] | None:
+    """``a=b,c=d`` → dict; ``*`` (or empty) → {} (selects everything); expressions are skipped."""
+    if text is None:
+        return None
+    text = text.strip()
+    if text in ("", "*"):
+        return {}
+    out = {}
+    for part in text.split(","):
+        k, sep, v = part.partition("=")
+        if sep and " " not in k:
+            out[k.strip()] = v.strip()
+    return out
+
+
+def label_selects(selector: Mapping[str, str] | None, labels: Mapping[str, str]) -> bool:
+    if selector is None:
+        return False
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _quantity_double(q: str) -> str:
+    return next_memory_limit(q) if q else "<larger>"
+
+
+def _cpu_double(q: str) -> str:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(m?)", q.strip())
+    if not m:
+        return "<a higher limit>"
+    value = float(m.group(1)) * 2
+    return f"{int(value) if value.is_integer() else value}{m.group(2)}"
+
+
+class FollowUps:
+    """Follow-up reads for one cluster run; list results are read once per namespace."""
+
+    def __init__(self, tools: Toolbox, log: EvidenceLog, got: Collected, timeout: float, cluster_wide: bool) -> None:
+        self.tools = tools
+        self.log = log
+        self.got = got
+        self.timeout = timeout
+        self.cluster_wide = cluster_wide
+        self._cache: dict[tuple[str, str], Any] = {}
+
+    async def _read(self, tool: str, args: dict[str, Any]) -> Any:
+        key = (tool, repr(sorted(args.items())))
+        if key not in self._cache:
+            self._cache[key] = await _call(self.tools, self.log, tool, args, self.timeout)
+        return self._cache[key]
+
+    async def run(self, obs: WorkloadObservation) -> None:
+        facts = obs.facts()
+        pod, container = obs.representative()
+        if container is not None:
+            obs.variables.update(
+                {
+                    "cpu_limit": container.cpu_limit or "none",
+                    "cpu_limit_next": _cpu_double(container.cpu_limit) if container.cpu_limit else "<a limit>",
+                    "cpu_request": container.cpu_request or "none",
+                }
+            )
+            if container.cpu_limit:
+                obs.derive("cpu_limit", container.cpu_limit)
+        if pod is not None:
+            obs.variables["node"] = pod.node or "(not scheduled)"
+            obs.variables["node_selector"] = ",".join(f"{k}={v}" for k, v in pod.node_selector) or "none"
+        text = " ".join(facts.event_message + facts.condition_message + facts.workload_condition)
+        if pod is not None and any(t == "pvc" for _n, t, _s in pod.volumes):
+            await self._pvc(obs, pod)
+        if _QUOTA.search(text):
+            await self._quota(obs)
+        if "NodeNotReady" in facts.event_reason or (pod is not None and pod.deleting):
+            await self._node(obs, pod)
+        if any("probe failed" in m or "failed liveness probe" in m for m in facts.event_message):
+            self._probe(obs, container, facts.event_message)
+        if any(_NET_ERROR.search(line) for line in facts.log):
+            await self._network(obs, pod, facts.log)
+
+    # -- storage -----------------------------------------------------------------------------
+    async def _pvc(self, obs: WorkloadObservation, pod: PodView) -> None:
+        r = await self._read("list_pvcs", {"namespace": obs.namespace})
+        if not r.ok:
+            return
+        claims = {str(c.get("name")): c for c in items_of(r.data, "pvcs")}
+        for vol, kind, source in pod.volumes:
+            if kind != "pvc":
+                continue
+            claim = claims.get(source)
+            if claim is None:
+                obs.derive("pvc", f'PersistentVolumeClaim {source} (volume {vol}) does not exist in {obs.namespace}; the pod stays Pending')
+                obs.variables.setdefault("pvc", source)
+                continue
+            phase = str(claim.get("phase") or "")
+            size = str(claim.get("capacity") or claim.get("requested") or "")
+            sc = str(claim.get("storage_class") or "")
+            obs.variables.update({"pvc": source, "pvc_size": size or "?", "pvc_size_next": _quantity_double(size)})
+            if phase == "Bound":
+                obs.derive("volume", f"Volume {vol} is PersistentVolumeClaim {source}: {size}, StorageClass {sc or 'default'}.")
+                obs.cites.append((r, f"PersistentVolumeClaim {source}: Bound, {size}", [f"{source}: {size}", f"storageClassName={sc}"]))
+                continue
+            why = [e.message for e in self.got.events.get(obs.namespace, []) if e.object_name == source and e.type == "Warning"]
+            text = f"PersistentVolumeClaim {source} is {phase or 'not bound'} (StorageClass {sc or 'default'}, {size or '?'} requested)"
+            if why:
+                text += f": {why[0]}"
+            classes = await self._storage_classes()
+            if classes is not None:
+                names = [c.split(" ")[0] for c in classes]
+                obs.variables["storage_classes"] = ", ".join(classes) or "none"
+                if sc and sc not in names:
+                    text += f". StorageClass {sc} does not exist; the cluster has: {', '.join(classes) or 'none'}"
+            obs.derive("pvc", text + ".")
+            obs.cites.append((r, f"PersistentVolumeClaim {source}: {phase}", [f"{source}: {phase}", f"storageClassName={sc}", *why[:1]]))
+
+    async def _storage_classes(self) -> list[str] | None:
+        if not self.tools.has_tool("list_storage"):
+            return None
+        r = await self._read("list_storage", {"kinds": ["storageclasses"]})
+        if not r.ok:
+            return None
+        out = []
+        for c in items_of(r.data, "items"):
+            out.append(f"{c.get('name')}{' (default)' if c.get('default') else ''}")
+        self._storage_result = r
+        return out
+
+    # -- quota -------------------------------------------------------------------------------
+    async def _quota(self, obs: WorkloadObservation) -> None:
+        r = await self._read("list_quotas", {"namespace": obs.namespace})
+        if not r.ok or not isinstance(r.data, dict):
+            return
+        hl = []
+        for q in r.data.get("resource_quotas") or []:
+            hard, used = q.get("hard") or {}, q.get("used") or {}
+            parts = [f"{k} {used.get(k, '0')}/{v}" for k, v in sorted(hard.items())]
+            full = q.get("at_limit") or []
+            text = f"ResourceQuota {q.get('name')} (used/hard): {', '.join(parts)}"
+            if full:
+                text += f"; at its limit: {', '.join(full)}"
+            obs.derive("quota", text + ".")
+            hl.append(text[:160])
+        if hl:
+            obs.cites.append((r, f"resource quotas in {obs.namespace}", hl))
+
+    # -- nodes -------------------------------------------------------------------------------
+    async def _node(self, obs: WorkloadObservation, pod: PodView | None) -> None:
+        node = pod.node if pod else ""
+        if not node:
+            return
+        if not (self.cluster_wide and self.tools.has_tool("list_nodes")):
+            obs.derive(
+                "node_access",
+                f"Node {node}'s own status is outside your access (nodes are readable only with cluster-wide "
+                "access), so this rests on the pod's events.",
+            )
+            return
+        r = await self._read("list_nodes", {})
+        if not r.ok:
+            return
+        for n in items_of(r.data, "nodes"):
+            if n.get("name") != node:
+                continue
+            ready = str(n.get("ready", "Unknown"))
+            if ready != "True":
+                cond = next((c for c in n.get("conditions") or [] if c.get("type") == "Ready"), {})
+                text = f"Node {node} is not ready: Ready={ready} ({cond.get('reason', '')}: {cond.get('message', '')})."
+                obs.derive("node", text)
+                obs.cites.append((r, f"node {node}: Ready={ready}", [text[:160]]))
+
+    # -- probes ------------------------------------------------------------------------------
+    def _probe(self, obs: WorkloadObservation, container: Any, messages: list[str]) -> None:
+        if container is None:
+            return
+        liveness = any("Liveness" in m or "liveness" in m for m in messages)
+        probe = container.liveness_probe if liveness else container.readiness_probe
+        kind = "liveness" if liveness else "readiness"
+        if probe:
+            where = f"{probe.get('path') or ''} on port {probe.get('port')}" if probe.get("type") == "http" else f"port {probe.get('port')}"
+            obs.derive(
+                "probe",
+                f"Its {kind} probe checks {probe.get('type', '').upper()} {where} every {probe.get('period_seconds', 10)}s "
+                f"with a {probe.get('timeout_seconds', 1)}s timeout ({probe.get('failure_threshold', 3)} failures allowed).",
+            )
+        obs.variables["probe_effect"] = (
+            f"is restarted by the kubelet each time the liveness probe gives up ({container.restart_count} restarts), "
+            f"last exit code {container.last_exit_code if container.last_exit_code is not None else '?'}"
+            if liveness
+            else "runs but is never marked ready, so its Service sends it no traffic"
+        )
+
+    # -- network -----------------------------------------------------------------------------
+    async def _network(self, obs: WorkloadObservation, pod: PodView | None, lines: list[str]) -> None:
+        if pod is None or not self.tools.has_tool("list_resources"):
+            return
+        r = await self._read("list_resources", {"kind": "networkpolicies", "namespace": obs.namespace})
+        if not r.ok:
+            return
+        policies = items_of(r.data, "items")
+        labels = dict(pod.labels)
+        dns_problem = any(_DNS_TIMEOUT.search(ln) for ln in lines)
+        for p in policies:
+            sel = parse_selector(str(p.get("pod_selector") or "*"))
+            if not label_selects(sel, labels):
+                continue
+            if "Egress" in (p.get("policy_types") or []):
+                egress = p.get("egress") or []
+                allows_dns = any(
+                    not rule.get("ports") or any(str(x).startswith("53/") for x in rule.get("ports") or [])
+                    for rule in egress
+                )
+                if not egress or (dns_problem and not allows_dns):
+                    what = "all egress" if not egress else "egress to DNS (port 53)"
+                    obs.derive(
+                        "netpol",
+                        f"NetworkPolicy {p.get('name')} selects the pods of {obs.resource} and allows no {what}, "
+                        "so DNS lookups and outgoing connections are dropped.",
+                    )
+                    obs.cites.append((r, f"NetworkPolicy {p.get('name')} in {obs.namespace}", [f"{p.get('name')}: policyTypes={p.get('policy_types')}, egress rules={len(egress)}"]))
+                    return
+        # Ingress side: the Service the log names, its pods, the policies that select them.
+        services = self.got.services.get(obs.namespace, [])
+        text = " ".join(lines)
+        for svc in services:
+            name = str(svc.get("name"))
+            if name == obs.name or not re.search(rf"(?<![-\w]){re.escape(name)}(?![-\w])", text):
+                continue
+            ssel = parse_selector(svc.get("selector"))
+            targets = [q for q in self.got.pods.get(obs.namespace, []) if ssel and label_selects(ssel, dict(q.labels))]
+            for p in policies:
+                if "Ingress" not in (p.get("policy_types") or []):
+                    continue
+                psel = parse_selector(str(p.get("pod_selector") or "*"))
+                if not any(label_selects(psel, dict(q.labels)) for q in targets):
+                    continue
+                admitted = False
+                peers_text = []
+                for rule in p.get("ingress") or []:
+                    peers = rule.get("peers") or []
+                    if not peers:
+                        admitted = True
+                    for peer in peers:
+                        ps = peer.get("pod_selector")
+                        peers_text.append(ps or peer.get("namespace_selector") or peer.get("ip_block") or "?")
+                        if ps is not None and peer.get("namespace_selector") is None and label_selects(parse_selector(ps), labels):
+                            admitted = True
+                if not admitted:
+                    mine = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k != "pod-template-hash")
+                    obs.derive(
+                        "netpol",
+                        f"NetworkPolicy {p.get('name')} selects the pods behind Service {name} and admits ingress only from "
+                        f"pods matching {' or '.join(peers_text) or 'nothing'}; the pods of {obs.resource} have labels {mine}, "
+                        "so their connections are dropped (they time out).",
+                    )
+                    obs.cites.append((r, f"NetworkPolicy {p.get('name')} in {obs.namespace}", [f"{p.get('name')}: ingress from {', '.join(peers_text)}"]))
+                    return
+
+
+def service_findings(
+    got: Collected, namespaces: list[str], wanted: set[tuple[str, str]], log: EvidenceLog
+) -> list[WorkloadObservation]:
+    """Services (named, or named in a failing workload's logs) whose selector matches no pod."""
+    out = []
+    for ns in namespaces:
+        r = got.results.get(("list_services", ns))
+        for svc in got.services.get(ns, []):
+            name = str(svc.get("name"))
+            if (ns, name) not in wanted:
+                continue
+            sel = parse_selector(svc.get("selector"))
+            if not sel:
+                continue  # no selector: endpoints are managed by hand
+            eps = svc.get("endpoints") or {}
+            ready = eps.get("ready") if isinstance(eps, dict) else None
+            if ready:
+                continue
+            pods = got.pods.get(ns, [])
+            matching = [p for p in pods if label_selects(sel, dict(p.labels))]
+            if matching:
+                continue  # pods exist but are not ready: their own failure is the cause
+            sel_text = ",".join(f"{k}={v}" for k, v in sel.items())
+            near = [p for p in pods if any(dict(p.labels).get(k) == v for k, v in sel.items())]
+            hint = ""
+            if near:
+                lab = ",".join(f"{k}={v}" for k, v in sorted(dict(near[0].labels).items()) if k in sel)
+                hint = f" The closest pods ({near[0].workload[0]} {near[0].workload[1]}) have {lab}."
+            obs = WorkloadObservation(ns, "Service", name, named=True)
+            obs.derive(
+                "service",
+                f"Service {name} in {ns} selects {sel_text}, but no pod has those labels, so it has no ready endpoints "
+                f"and its traffic goes nowhere.{hint}",
+            )
+            if r is not None:
+                obs.cites.append((r, f"Service {name}: selector {sel_text}, 0 ready endpoints", [f"selector {sel_text}", "endpoints: none"]))
+            out.append(obs)
+    return out
