@@ -134,3 +134,22 @@ def test_with_the_model_failing_the_deterministic_answer_arrives_and_says_so(
     assert result["result"]["status"] == "diagnosed"
     assert "E01" in result["answer"]
     assert "The AI model was unavailable (it answered HTTP 503)" in result["answer"]
+
+
+@pytest.mark.xfail(
+    reason="kube-mcp's tool descriptions use demo tenant names as examples (namespace 'e.g. team-a', "
+    "'app.kubernetes.io/name=checkout-api'), and tool descriptions go to every user's model",
+    strict=False,
+)
+def test_nothing_of_team_a_reaches_bobs_model(
+    stack: Stack, fake: FakeModelServer, demo_snapshot: Path
+) -> None:
+    start = len(fake.requests)
+    fake.add(
+        call(("list_pods", {"namespace": "team-b"}), ("list_events", {})), cite_everything("bob's answer")
+    )
+    _, result = ask_streaming(stack, "bob", "what is failing in team-b?")
+    assert "bob's answer" in result["answer"]
+    bodies = "\n".join(r.raw for r in fake.requests[start:])
+    leaked = sorted(n for n in tenant_names(demo_snapshot, "team-a") | {"team-a"} if n in bodies)
+    assert not leaked, f"reached bob's model: {leaked}"

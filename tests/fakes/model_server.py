@@ -504,3 +504,44 @@ def _openai_events(
     )
     ev.append((None, "[DONE]"))
     return ev
+
+
+def demo_responder(req: Recorded) -> Step:
+    """A plausible unscripted model for trying the stack by hand: first it reads the pods and
+    events of the first namespace the findings mention, then it answers citing every id."""
+    has_results = any(
+        m.get("role") == "tool"
+        or (isinstance(m.get("content"), list) and any(c.get("type") == "tool_result" for c in m["content"]))
+        for m in req.messages
+    )
+    if has_results or not req.tool_names:
+        return cite_everything("The AI model checked the findings against fresh reads")(req)
+    found = re.search(r"-n ([a-z0-9][-a-z0-9]*)", req.raw)
+    ns = found.group(1) if found else "default"
+    return call(("list_pods", {"namespace": ns}), ("list_events", {"namespace": ns}), text="Reading.")
+
+
+def main() -> None:
+    """``python -m tests.fakes.model_server --port 8199``: serve ``demo_responder`` until Ctrl-C
+    (point SLEUTH_LLM_BASE_URL at the printed URL; OpenAI clients use URL + /v1)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    opts = parser.parse_args()
+    server = FakeModelServer(default=demo_responder, host=opts.host)
+    if opts.port:
+        server._server.server_close()
+        server._server = ThreadingHTTPServer((opts.host, opts.port), server._server.RequestHandlerClass)
+        server._server.daemon_threads = True
+    server.start()
+    print(json.dumps({"url": server.url, "openai_url": server.openai_url}), flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
