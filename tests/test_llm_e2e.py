@@ -137,7 +137,8 @@ def test_with_the_model_failing_the_deterministic_answer_arrives_and_says_so(
 
 
 @pytest.mark.xfail(
-    reason="kube-mcp's tool descriptions use demo tenant names as examples (namespace 'e.g. team-a', "
+    reason="kube-mcp's tool descriptions use demo tenant names as examples ('e.g. team-a', 'Pod name, e.g. "
+    "checkout-api-7d9f8c6b5d-x2k4p', "
     "'app.kubernetes.io/name=checkout-api'), and tool descriptions go to every user's model",
     strict=False,
 )

@@ -90,6 +90,8 @@ class AnthropicClient(LlmClient):
             raise LlmRetryableError(f"network: {_short(exc)}") from exc
         except (httpx2.TransportError, ValueError) as exc:
             raise LlmRetryableError(f"network: {type(exc).__name__}: {exc}") from exc
+        except anthropic.AnthropicError as exc:
+            raise LlmError(f"{type(exc).__name__}: {_short(exc)}") from exc
 
     def _from_json(self, body: Any) -> LlmResponse:
         if not isinstance(body, dict) or body.get("type") == "error":

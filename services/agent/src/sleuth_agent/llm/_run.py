@@ -165,6 +165,14 @@ class LlmInvestigator:
                 f"The AI model was unavailable ({_reason(exc)}), so this is the deterministic answer alone.",
             )
             log.warning("LLM unavailable for job: %s", exc, extra={"job_id": job.id})
+        except Exception:
+            # The edge of an optional step: whatever breaks in it, the person still gets the
+            # deterministic answer (logged and counted as outcome "error").
+            log.exception("LLM step failed", extra={"job_id": job.id})
+            run.outcome = "error"
+            result = _with_note(
+                base, "The AI model step failed unexpectedly, so this is the deterministic answer alone."
+            )
         else:
             run.outcome = outcome
         self.metrics.llm_turns.labels(run.outcome).inc()
