@@ -122,7 +122,8 @@ class LlmClient(ABC):
                 )
                 await self._sleep(delay)
         raise LlmUnavailable(
-            f"{self.name}: {last} (after {self.retry.attempts} attempts)", status=last.status if last else None
+            f"{self.name}: {last} (after {self.retry.attempts} attempts)",
+            status=last.status if last else None,
         )
 
     @abstractmethod

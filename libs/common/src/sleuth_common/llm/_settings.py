@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 __all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "ENV_PROVIDER", "LlmSettings", "resolve_llm_settings"]
 
@@ -16,6 +16,7 @@ ENV_API_KEY = "SLEUTH_LLM_API_KEY"
 ENV_MODEL = "SLEUTH_LLM_MODEL"
 ENV_PROVIDER = "SLEUTH_LLM_PROVIDER"
 
+_OPENAI_ALIASES = {"openai", "openai-compatible", "ollama", "vllm", "litellm", "azure", "azure-openai"}
 _DEFAULT_BASE = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 _DEFAULT_MODEL = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o"}
 
@@ -49,6 +50,13 @@ class LlmSettings(BaseModel):
     """Longest tool name the provider accepts (Anthropic and OpenAI: 64)."""
     headers: dict[str, str] = Field(default_factory=dict)
     """Extra HTTP headers (not secrets), e.g. for a proxy."""
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _provider_alias(cls, value: object) -> object:
+        """``ollama``, ``vllm``, ``litellm``, ``azure`` ... all speak the OpenAI chat format."""
+        v = str(value).strip().lower()
+        return "openai" if v in _OPENAI_ALIASES else v
 
     def resolved_base_url(self) -> str:
         return (self.base_url or _DEFAULT_BASE[self.provider]).rstrip("/")

@@ -26,7 +26,7 @@ _SECRET_WORDS = (
     "credential", "credentials", "auth_token", "authtoken", "client_secret", "clientsecret",
     "secret_key", "secretkey", "signing_key", "signingkey", "encryption_key", "encryptionkey",
     "connection_string", "connectionstring", "conn_str", "database_url", "dsn", "webhook_url",
-    "session_key", "sessionkey", "cookie", "master_key", "masterkey", "sas", "bearer",
+    "session_key", "sessionkey", "cookie", "master_key", "masterkey", "sas", "bearer", "app_key", "appkey",
 )
 # A key or env name ending like this names a secret without holding one.
 _REFERENCE_SUFFIXES = (
@@ -45,9 +45,11 @@ def is_secret_key(key: str) -> bool:
     ``secretKeyRef``, ``passwordFile``, ``tokenExpirationSeconds``)."""
     k = key.lower().replace("-", "_")
     flat = k.replace("_", "")
+    if k == "auth":
+        return True
     if not any(w.replace("-", "_") in k or w.replace("-", "").replace("_", "") in flat for w in _SECRET_WORDS):
         return False
-    if k in ("pwd",) or flat in ("token", "password", "secret"):
+    if k in ("pwd", "auth") or flat in ("token", "password", "secret", "auth", "apikey"):
         return True
     return not any(flat.endswith(s.replace("_", "")) for s in _REFERENCE_SUFFIXES) and flat not in (
         "tokens", "secrets", "sas",
@@ -91,7 +93,7 @@ def _assignment_ok(low: str, m: re.Match[str]) -> bool:
 
 
 _PAIR_NAME = re.compile(
-    r"(?:name\\?\"\s*:\s*\\?\"|name:[ \t]*[\"']?)(?P<name>[a-z0-9_.\-]{2,80})(?:\\?\"\s*,\s*\\?\"|[\"']?[ \t]*\r?\n[ \t]*-?[ \t]*)$"
+    r"(?:name\\*\"\s*:\s*\\*\"|name:[ \t]*[\"']?)(?P<name>[a-z0-9_.\-]{2,80})(?:\\*\"\s*,\s*\\*\"|[\"']?[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*-?[ \t]*)$"
 )
 
 
@@ -117,7 +119,7 @@ def _word(w: str) -> _Rule:
     the whole name (``_name_before`` + the word + its tail) is judged by ``is_secret_env_name``."""
     return _r(
         f"assignment_{w}", w,
-        r"(?P<tail>[a-z0-9_.\-]{0,40})\\?[\"']?[ \t]*(?:=|:)[ \t]*(?:\\?[\"'])?(?P<value>" + _V + r"{3,512})",
+        r"(?P<tail>[a-z0-9_.\-]{0,40})\\*[\"']?[ \t]*(?:=|:)[ \t]*(?:\\*[\"'])?(?P<value>" + _V + r"{3,512})",
         "value", _assignment_ok,
     )
 
@@ -137,6 +139,8 @@ _RULES: tuple[_Rule, ...] = (
     _r("azure_shared_access_key", "sharedaccesskey=", r"([a-z0-9%+/=]{20,})", 1),
     _r("azure_sas", "sig=", r"([a-z0-9%+/=]{20,})", 1),
     _r("github_token", "gh", r"(?:[pousr]_[a-z0-9]{36,255}|ithub_pat_[a-z0-9_]{22,255})", 0, _boundary_before),
+    _r("github_fine_grained", "github_pat_", r"[a-z0-9_]{22,255}"),
+    _r("token_header", "token ", r"([a-z0-9\-._~+/]{20,}=*)", 1),
     _r("gitlab_token", "gl", r"(?:pat|ptt|dt|rt)-[a-z0-9_\-]{20,}", 0, _boundary_before),
     _r("slack_token", "xox", r"[abposre]-[a-z0-9-]{10,}"),
     _r("slack_webhook", "hooks.slack.com/", r"(?:services|workflows)/[a-z0-9/_\-]+"),
@@ -161,7 +165,7 @@ _RULES: tuple[_Rule, ...] = (
     _r("telegram_bot", ":aa", r"[a-z0-9_\-]{33}(?![a-z0-9_\-])", 0, _digits_before),
     _r("kubeconfig_data", "client-key-data", r"\\?\"?\s*:\s*\\?\"?([a-z0-9+/=]{16,})", 1),
     _r("gcp_private_key_id", "private_key_id", r"\\?\"?\s*:\s*\\?\"?([0-9a-f]{40})", 1),
-    _r("pair_json", "value", r"\\?\"\s*:\s*\\?\"(?P<value>[^\"\\]{1,512})", "value", _pair_ok),
+    _r("pair_json", "value", r"\\*\"\s*:\s*\\*\"(?P<value>[^\"\\]{1,512})", "value", _pair_ok),
     _r("pair_yaml", "value:", r"[ \t]*[\"']?(?P<value>" + _V + r"{1,512})", "value", _pair_ok),
     *(_word(w) for w in ("pass", "secret", "token", "key", "auth", "pwd", "dsn", "conn", "credential",
                          "cookie", "bearer")),

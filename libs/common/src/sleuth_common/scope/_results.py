@@ -14,8 +14,9 @@ What names a namespace, at any depth:
   ``text/plain`` and image names by shape;
 - map keys equal to a foreign namespace the document names elsewhere;
 - IP addresses under IP-shaped keys (``podIP``, ``clusterIPs``, ``ip``, ``address``, ``src``,
-  ``dst`` …), resolved through ``ips`` (from ``sleuth.authz.resolve``) — only for records that
-  name no namespace themselves and sit in no record that does (a pod's ``hostIP`` is the pod's).
+  ``dst`` …), resolved through ``ips`` (from ``sleuth.authz.resolve``) for records that name no
+  namespace themselves. An IP missing from ``ips`` matters only for a record that also sits in no
+  record naming a namespace (a pod's ``hostIP`` is the pod's business); there it fails closed.
 
 A *record* is an element of a list (the top-level document is one too). A record naming a foreign
 namespace is dropped with everything inside it; lists nested in a record are records of their own.
@@ -215,8 +216,8 @@ class _Walk:
         return verdict
 
     def verdict(self, st: list[int], ipsides: list[tuple[int, str]], ctx: bool) -> str:
-        unresolved = False
-        if ipsides and not ctx:
+        unresolved: list[str] = []
+        if ipsides:
             named = (st[0] != _NONE, st[1] != _NONE, st[2] != _NONE)
             for side, value in ipsides:
                 if named[side]:
@@ -226,8 +227,10 @@ class _Walk:
                     continue
                 owner = self.ips.get(ip)
                 if owner is None:
-                    self.unresolved.add(ip)
-                    unresolved = True
+                    # Inside a record that names a namespace, an unknown IP (a node's) is that
+                    # record's business; only a record standing alone needs it resolved.
+                    if not ctx:
+                        unresolved.append(ip)
                 elif owner in self.allowed:
                     if st[side] == _NONE:
                         st[side] = _ALLOWED
@@ -240,11 +243,13 @@ class _Walk:
             if s0 == _ALLOWED or s1 == _ALLOWED or s2 == _ALLOWED:
                 return "keep"
             if unresolved:
+                self.unresolved.update(unresolved)
                 return "unresolved"
             return "drop"
-        if s0 == _ALLOWED:
+        if s0 == _ALLOWED or not unresolved:
             return "keep"
-        return "unresolved" if unresolved else "keep"
+        self.unresolved.update(unresolved)
+        return "unresolved"
 
     def mark(self, st: list[int], side: int, ns: str) -> None:
         if ns in self.allowed:
@@ -380,14 +385,17 @@ class _Walk:
                     ok = not item or item in allowed
                 elif "/" in item and self.foreign_ref(item):
                     ok = False
-                elif flags & _IP and not ctx:
+                elif flags & _IP:
                     ip = _ip_of(item)
                     if ip is not None:
                         owner = self.ips.get(ip)
                         if owner is None:
-                            self.unresolved.add(ip)
-                            status = "unresolved"
-                        ok = owner is not None and owner in allowed
+                            if not ctx:
+                                self.unresolved.add(ip)
+                                status = "unresolved"
+                                ok = False
+                        else:
+                            ok = owner in allowed
             elif t is list:
                 if self.clean_list(item, ctx, flags) == "unresolved":
                     status = "unresolved"

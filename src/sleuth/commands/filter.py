@@ -1,0 +1,86 @@
+"""``sleuth filter``: what a user would be shown — the operator's view of the scope filter
+(DESIGN §2), the same code every tool result passes through.
+
+    sleuth filter --scope SCOPE.json [--tool NAME] < RESULT
+        {"outcome": "kept"|"filtered"|"withheld", "result": <JSON or null>, "removed": N, "reason": "..."}
+    sleuth filter --scope SCOPE.json --promql 'EXPR'
+        {"outcome": "kept"|"rewritten"|"refused", "query": "...", "reason": "..."}
+
+``SCOPE.json`` = ``{"namespaces": [...], "cluster_wide": false, "ips": {"10.1.2.3": "team-a"}}``;
+an IP absent from ``ips`` is unresolvable. RESULT is JSON, YAML or text (``result`` is JSON when
+the input was structured, else a string). Text counts as pinned only with ``--namespace`` naming
+one of the scope's namespaces (as a call limited by its arguments would be). Exit status 0
+whatever the outcome; 2 on bad input, with a one-line error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register"]
+
+
+def _fail(message: str) -> int:
+    print(f"sleuth filter: {message}", file=sys.stderr)
+    return 2
+
+
+def _load_scope(path: str) -> tuple[Any, dict[str, str]]:
+    from sleuth_common.scope import Scope
+
+    raw = sys.stdin.read() if path == "-" else Path(path).read_text()
+    doc = json.loads(raw)
+    if not isinstance(doc, dict):
+        raise ValueError("SCOPE.json must be a JSON object")
+    namespaces = doc.get("namespaces", [])
+    if not isinstance(namespaces, list) or not all(isinstance(n, str) for n in namespaces):
+        raise ValueError('"namespaces" must be a list of strings')
+    if not isinstance(doc.get("cluster_wide", False), bool):
+        raise ValueError('"cluster_wide" must be true or false')
+    return Scope.from_json(doc), Scope.ips_from_json(doc)
+
+
+def _cmd_filter(args: argparse.Namespace) -> int:
+    from sleuth_common.scope import default_rules, filter_result, pin_promql, pinned_by_arguments
+
+    try:
+        scope, ips = _load_scope(args.scope)
+    except (OSError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+        return _fail(f"cannot read --scope {args.scope}: {str(exc).splitlines()[0]}")
+    if args.promql is not None:
+        print(json.dumps(pin_promql(args.promql, scope).as_json(), ensure_ascii=False))
+        return 0
+    if args.scope == "-":
+        return _fail("--scope - cannot be used when the result is read from stdin")
+    try:
+        data = sys.stdin.buffer.read()
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return _fail(f"cannot read the result from stdin: {exc}")
+    call_args = {"namespace": args.namespace} if args.namespace else {}
+    pinned = bool(call_args) and pinned_by_arguments(args.tool or "", call_args, scope, default_rules())
+    out = filter_result(text, scope, pinned=pinned, max_bytes=args.max_bytes, ips=ips)
+    body = out.as_json()
+    if out.redacted:
+        body["redacted"] = out.redacted
+    print(json.dumps(body, ensure_ascii=False))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "filter",
+        help="show what a user would see of a tool result (or a PromQL query) under a scope",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--scope", required=True, help='SCOPE.json: {"namespaces": [...], "cluster_wide": false, "ips": {...}}')
+    p.add_argument("--tool", default="", help="the tool that produced the result (for its argument rules)")
+    p.add_argument("--namespace", default="", help="the namespace the call was limited to (lets text through)")
+    p.add_argument("--promql", default=None, metavar="EXPR", help="pin a PromQL query instead of filtering stdin")
+    p.add_argument("--max-bytes", type=int, default=4_000_000, help="withhold results larger than this (filter_bytes)")
+    p.set_defaults(func=_cmd_filter)
