@@ -248,6 +248,10 @@ def test_settings_from_config_and_environment() -> None:
     s = resolve_llm_settings(configured, env)
     assert s is not None and s.provider == "openai" and s.model == "qwen"
     assert "sk-distinct-xyz" not in repr(s) + s.describe(), "the key lives in the environment only"
+    s = resolve_llm_settings(
+        None, {"SLEUTH_LLM_PROVIDER": "Ollama", "SLEUTH_LLM_BASE_URL": "http://127.0.0.1:11434/v1"}
+    )
+    assert s is not None and s.provider == "openai" and s.resolved_base_url() == "http://127.0.0.1:11434/v1"
 
 
 def test_tool_call_values_are_frozen() -> None:
