@@ -308,14 +308,17 @@ class ScopedMcpClient:
             return res("error", error=_short(shown) or f"{tool} failed on {self.server.name}",
                        reason="server_error", server_error=True, calls=calls)
         scope = _CLUSTER_WIDE if (self.server.unscoped or self.is_global) else self.scope
-        outcome = filter_result(text, scope, pinned=prep.pinned, max_bytes=self.server.filter_bytes)
+        # A self-authorized server scoped the call to the caller's own identity, so its text may
+        # pass; its structured results are still filtered (defence in depth).
+        pinned = prep.pinned or self.server.self_authorized
+        outcome = filter_result(text, scope, pinned=pinned, max_bytes=self.server.filter_bytes)
         if outcome.unresolved_ips:
             resolver = self.resolver or current_resolver()
             if resolver is not None:
                 ips = await _resolve(resolver, self.cluster, sorted(outcome.unresolved_ips))
                 if ips:
                     outcome = filter_result(
-                        text, scope, pinned=prep.pinned, max_bytes=self.server.filter_bytes, ips=ips
+                        text, scope, pinned=pinned, max_bytes=self.server.filter_bytes, ips=ips
                     )
         if outcome.outcome == "withheld":
             return res("withheld", error=outcome.reason, reason=_withheld_code(outcome), calls=calls)
@@ -367,7 +370,15 @@ class ScopedMcpClient:
 
 def _text_of(raw: Any) -> str:
     parts = [getattr(c, "text", "") for c in (raw.content or []) if getattr(c, "type", "") == "text"]
-    text = "\n".join(p for p in parts if p)
+    parts = [p for p in parts if p]
+    if len(parts) > 1:
+        # A server returning a list sends one JSON block per item: keep it one JSON list, so the
+        # filter judges each item (joined as text it would only be judged as a whole).
+        try:
+            return json.dumps([json.loads(p) for p in parts])
+        except ValueError:
+            pass
+    text = "\n".join(parts)
     if not text and raw.structured_content is not None:
         text = json.dumps(raw.structured_content)
     return text
