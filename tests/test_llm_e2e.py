@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from sleuth.embedded.stack import Stack, StackPorts, StackSpec
+from sleuth_common.scope import DATA_OPEN
 from tests.fakes.model_server import FakeModelServer, call, cite_everything, fail
 from tests.snapshot_names import tenant_names
 
@@ -113,7 +114,7 @@ def test_alice_is_answered_through_the_loop_and_nothing_foreign_reaches_the_mode
     assert len(fake.requests) >= 2
     assert all(r.headers.get("authorization") == "Bearer sk-e2e-fake-key" for r in fake.requests)
     bodies = fake.bodies()
-    assert "<<<SLEUTH_DATA" in bodies, "tool results reached the model, inside data markers"
+    assert DATA_OPEN in bodies, "tool results reached the model, inside data markers"
     foreign = tenant_names(demo_snapshot, "team-b") | {"team-b", "kube-system", "monitoring"}
     leaked = sorted(n for n in foreign if n in bodies)
     assert not leaked, f"reached the model: {leaked}"

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from sleuth_agent.llm._catalog import ToolCatalog
-from sleuth_agent.llm._prompt import CONTINUE, NUDGE, announces_work, demand_text, mark_data
+from sleuth_agent.llm._prompt import CONTINUE, NUDGE, announces_work, demand_text
 from sleuth_agent.metrics import Metrics
 from sleuth_common.llm import (
     ChatMessage,
@@ -220,13 +220,15 @@ class AgentLoop:
             )
         self.results.append(result)
         if not result.ok:
-            # Refusals and errors name only what the caller may see (the scope filter's contract).
-            return ToolOutput(call.id, call.name, f"{result.status}: {result.error}", True)
+            # Refusals name only what the caller may see; server errors come marked as data.
+            return ToolOutput(call.id, call.name, result.for_model(), True)
         eid = self.next_id()
         self.records.append(ReadRecord(eid, offered.cluster, result))
         return ToolOutput(call.id, call.name, self._render(eid, offered.cluster, result))
 
     def _render(self, eid: str, cluster: str, result: ToolResult) -> str:
+        """The evidence id and the command, then the filtered result inside the scope filter's
+        data markers (``ToolResult.for_model``)."""
         text = result.text if result.text else json.dumps(result.data, ensure_ascii=False)
         cap = self.cfg.tool_output_chars
         if len(text) > cap:
@@ -234,7 +236,7 @@ class AgentLoop:
         head = f"[{eid}] cluster {cluster}: `{result.command or result.tool}`"
         if result.removed:
             head += f" ({result.removed} record(s) outside this person's access were removed)"
-        return head + "\n" + mark_data(eid, text)
+        return head + "\n" + dataclasses.replace(result, text=text).for_model()
 
     # -- context budget ------------------------------------------------------------------------
     def _fit(self, messages: list[ChatMessage]) -> list[ChatMessage]:
