@@ -78,6 +78,16 @@ class C:
         return s
 
 
+def status_image(image: str) -> str:
+    """The image as the kubelet reports it in containerStatuses (registry and tag filled in)."""
+    first, _, rest = image.partition("/")
+    if not rest or ("." not in first and ":" not in first and first != "localhost"):
+        image = f"docker.io/{image if rest else 'library/' + image}"
+    if ":" not in image.rsplit("/", 1)[-1] and "@" not in image:
+        image += ":latest"
+    return image
+
+
 def http_probe(path: str, port: int | str, period: int = 10, timeout: int = 1, failure: int = 3, delay: int = 0) -> dict[str, Any]:
     return {
         "httpGet": {"path": path, "port": port, "scheme": "HTTP"},
@@ -237,7 +247,7 @@ class Snap:
             cstats = []
             for c in containers:
                 st = states.get(c.name) or running(created)
-                cs = {"name": c.name, "image": c.image, "imageID": "" if "waiting" in st["state"] and st["restartCount"] == 0 else f"{c.image.split(':')[0]}@sha256:{hashlib.sha256(c.image.encode()).hexdigest()}",
+                cs = {"name": c.name, "image": status_image(c.image), "imageID": "" if "waiting" in st["state"] and st["restartCount"] == 0 else f"{c.image.split(':')[0]}@sha256:{hashlib.sha256(c.image.encode()).hexdigest()}",
                       "containerID": "" if "waiting" in st["state"] and st["restartCount"] == 0 else f"containerd://{hashlib.sha256((name + c.name).encode()).hexdigest()}",
                       "ready": st["ready"], "restartCount": st["restartCount"], "started": st["started"], "state": st["state"], "lastState": {"terminated": st["last"]} if st["last"] else {}}
                 cstats.append(cs)

@@ -202,6 +202,8 @@ async def analyse_cluster(
     failing.sort(key=lambda o: (not o.named, -o.facts().max_restarts, o.resource))
     failing = failing[: settings.max_workloads]
     examine = failing + quiet_named[: max(0, settings.max_workloads - len(failing))]
+    for o in quiet_named:
+        o.quiet = True
     if examine:
         await progress("tool_calls", f"reading pods, events and logs of {len(examine)} workload(s)")
     details = await asyncio.gather(
@@ -351,6 +353,14 @@ def _variables(obs: WorkloadObservation, match: Match | None) -> dict[str, str]:
     if match is not None:
         v.update(match.variables)
         v["derived"] = " ".join(_derived_for(match, obs))
+    if match is not None and match.signature.family == "missing_config" and v.get("missing_name"):
+        # The scope filter may redact the word "secret" in a message; the pod spec says what it is.
+        kind = v.get("missing_kind", "").lower()
+        if kind not in ("configmap", "secret"):
+            types = {src: t for _n, t, src in (pod.volumes if pod else ())}
+            kind = {"secret": "secret", "config_map": "configmap"}.get(types.get(v["missing_name"], ""), "configmap or secret")
+            v["missing_kind"] = kind
+        v["missing"] = v.get("missing", "").replace("[REDACTED]", kind)
     if "endpoint" in v:
         v["endpoint_host"], v["endpoint_port"] = _split_endpoint(v["endpoint"])
     else:

@@ -62,6 +62,7 @@ class WorkloadObservation:
     derived: dict[str, list[str]] = field(default_factory=dict)  # follow-up facts by kind
     alerts: list[str] = field(default_factory=list)  # "AlertName: description"
     named: bool = False  # the question or the alert names it
+    quiet: bool = False  # its pods run and are ready: only current signals (logs, alerts) count
     cites: list[tuple[Any, str, list[str]]] = field(default_factory=list)  # (ToolResult, summary, highlights)
     variables: dict[str, str] = field(default_factory=dict)  # observed values for the templates
 
@@ -137,6 +138,14 @@ class Facts:
     def of(cls, obs: WorkloadObservation) -> Facts:
         f = cls()
         f.workload_kind.append(obs.kind)
+        if obs.quiet:
+            # Past terminations and old events of pods that are fine now are history, not a cause.
+            for (_pod, _container, previous), text in obs.logs.items():
+                if not previous:
+                    f.log.extend(error_lines(text, limit=20))
+            f.alert.extend(obs.alerts)
+            f.derived = {k: list(v) for k, v in obs.derived.items()}
+            return f
         for pod in obs.unhealthy_pods or obs.pods:
             f.phase.append(pod.phase)
             if pod.reason:
