@@ -145,10 +145,10 @@ class JobHandler:
             # IPs in tool results resolve through authz-cache (sleuth.authz.resolve) for the filter.
             with use_resolver(bus_resolver(self.nc, self.settings.prefix, timeout=self.settings.authz.request_timeout)):
                 result = await investigate(job, scope, self.settings, progress=progress, on_audit=audit)
-            if self.llm is not None:
-                result, llm_run = await self.llm.run(
-                    job, scope, result, started=started, progress=progress, on_audit=audit
-                )
+                if self.llm is not None:
+                    result, llm_run = await self.llm.run(
+                        job, scope, result, started=started, progress=progress, on_audit=audit
+                    )
         result = result.model_copy(update={"duration_ms": round((time.monotonic() - started) * 1000, 1)})
         if not await self._claim(job.id):
             log.info(
