@@ -153,3 +153,17 @@ async def test_global_server_needs_no_namespace_but_is_still_redacted(url: str) 
         assert r.status == "ok" and "restart it" in r.text and "abcdefghijklmnop" not in r.text
         r = await c.call("runbook", {})
         assert r.status == "denied" and r.reason == "invalid_arguments" and "topic" in r.error
+
+
+async def test_round_budget_and_global_servers_in_cluster_tools(url: str) -> None:
+    from sleuth_common.config import ClusterSettings
+    from sleuth_common.mcp import ClusterTools
+
+    cluster = ClusterSettings(name="demo", mcp_servers=[_settings(url)])
+    async with ClusterTools(cluster, ALICE, user="alice", global_servers=[_settings(url)]) as tools:
+        results = await tools.call_round(
+            [("logs", {"namespace": "team-a", "name": "a"}), ("logs", {"namespace": "team-a", "name": "b"})],
+            round_chars=3000,
+        )
+    assert [r.status for r in results] == ["ok", "ok"]
+    assert sum(len(r.text) for r in results) <= 3000 + 400 and results[1].cut > 0

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sleuth_common.config import ClusterSettings
+from sleuth_common.config import ClusterSettings, McpServerSettings
 from sleuth_common.mcp._client import ScopedMcpClient
 from sleuth_common.mcp._commands import kubectl_command
+from sleuth_common.mcp._resolve import IpResolver
 from sleuth_common.mcp._result import AuditCallback, ToolInfo, ToolResult
-from sleuth_common.scope import Scope, ToolRules, default_rules
+from sleuth_common.scope import RoundBudget, Scope, ToolRules, default_rules
 
 __all__ = ["ClusterTools"]
 
 
 class ClusterTools:
-    """Connects every MCP server of ``cluster`` with ``scope``; routes a tool to the first server
-    that lists it for this caller. Use as ``async with ClusterTools(cluster, scope, user=...)``.
-    ``unavailable`` names the servers that did not answer (names of servers, never data)."""
+    """Connects every MCP server of ``cluster`` (and the namespace-agnostic ``global_servers``)
+    with ``scope``; routes a tool to the first server that lists it for this caller. Use as
+    ``async with ClusterTools(cluster, scope, user=...)``. ``unavailable`` names the servers that
+    did not answer (names of servers, never data). ``resolver`` resolves IPs for the filter
+    (default: ``use_resolver``'s). ``call_round`` applies the per-round budget."""
 
     def __init__(
         self,
@@ -29,6 +33,9 @@ class ClusterTools:
         on_audit: AuditCallback | None = None,
         connect_timeout: float = 5.0,
         rules: ToolRules | None = None,
+        resolver: IpResolver | None = None,
+        global_servers: Sequence[McpServerSettings] = (),
+        max_result_chars: int | None = 40_000,
     ) -> None:
         self.cluster = cluster
         self.scope = scope
@@ -41,8 +48,11 @@ class ClusterTools:
                 on_audit=on_audit,
                 connect_timeout=connect_timeout,
                 rules=rules if rules is not None else default_rules(),
+                resolver=resolver,
+                max_result_chars=max_result_chars,
+                is_global=is_global,
             )
-            for s in cluster.mcp_servers
+            for s, is_global in [*((s, False) for s in cluster.mcp_servers), *((g, True) for g in global_servers)]
         ]
 
     async def __aenter__(self) -> ClusterTools:
@@ -91,6 +101,26 @@ class ClusterTools:
             command=kubectl_command(tool, args),
             error=f"unavailable: {reason}",
         )
+
+    async def call_round(
+        self,
+        calls: Sequence[tuple[str, Mapping[str, Any] | None]],
+        *,
+        round_chars: int = 120_000,
+        timeout: float | None = None,  # noqa: ASYNC109 (sent to the server)
+    ) -> list[ToolResult]:
+        """Run one round of calls (one model turn) at once; their ``text`` together fits
+        ``round_chars`` (DESIGN §2 step 5), in the order given, each saying what was cut."""
+        results = await asyncio.gather(*(self.call(tool, args, timeout=timeout) for tool, args in calls))
+        budget = RoundBudget(round_chars)
+        capped = []
+        for r in results:
+            if not r.ok:
+                capped.append(r)
+                continue
+            text, cut = budget.take(r.text)
+            capped.append(dataclasses.replace(r, text=text, cut=r.cut + cut))
+        return capped
 
     @staticmethod
     def servers_of(clusters: Sequence[ClusterSettings]) -> list[str]:

@@ -1,4 +1,4 @@
-"""IP → namespace resolution for the result filter (``sleuth.authz.resolve``, DESIGN §1–2).
+"""IP → namespace resolution for the result filter (``sleuth.authz.resolve``, DESIGN §1-2).
 
 A resolver is ``async (cluster, ips) -> {ip: namespace}``; an IP left out is unresolvable and
 the filter fails closed on it. ``bus_resolver`` asks authz-cache over NATS. ``use_resolver``

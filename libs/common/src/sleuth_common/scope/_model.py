@@ -3,8 +3,8 @@ and the outcomes of the two checks (arguments before a call, results after it)."
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 

@@ -1,4 +1,4 @@
-"""Steps 2–4 of the scope filter (DESIGN §2): drop foreign records from a result or withhold it,
+"""Steps 2-4 of the scope filter (DESIGN §2): drop foreign records from a result or withhold it,
 then redact. Reports counts, never names.
 
 Input: JSON, YAML (third-party Kubernetes MCP servers answer in YAML, sometimes behind a ``#``
@@ -519,7 +519,7 @@ def parse_result(text: str) -> tuple[Any, bool]:
     if "\n" not in s.rstrip() and ": " not in s and not s.startswith("- "):
         return text, False
     try:
-        data = yaml.load(s, Loader=_YAML_LOADER)  # noqa: S506 (a safe loader)
+        data = yaml.load(s, Loader=_YAML_LOADER)
     except yaml.YAMLError:
         return text, False
     except (ValueError, RecursionError):
