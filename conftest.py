@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,19 @@ import pytest
 from sleuth.embedded import NatsServer, ValkeyServer
 
 REPO = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_real_model() -> Iterator[None]:
+    """No test may reach a real LLM: a developer's SLEUTH_LLM_* settings (and provider keys) are
+    hidden from every test and every process a test starts. Tests that want a model point
+    ``extra_env`` at the fake model server."""
+    hidden = {k: os.environ.pop(k) for k in list(os.environ)
+              if k.startswith("SLEUTH_LLM_") or k in {"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}}
+    try:
+        yield
+    finally:
+        os.environ.update(hidden)
 
 
 @pytest.fixture(scope="session")
