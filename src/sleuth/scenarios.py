@@ -121,9 +121,7 @@ class OfflineCluster:
         """The scope of ``user`` from SubjectAccessReviews against simcluster (``get pods``: once
         cluster-wide, else per namespace). ``None``: the whole cluster."""
         name = self.cluster.name
-        if user is None:
-            return ScopeReply(user="offline", clusters={name: ClusterScope(cluster_wide=True)})
-        if user not in self.users:
+        if user is not None and user not in self.users:
             raise KeyError(f"no user {user!r} in {self.snapshot}/snapshot.yaml")
         groups = self.groups(user)
         ctx = ssl.create_default_context(cafile=str(self.sim.ca_file))
@@ -144,6 +142,8 @@ class OfflineCluster:
             r = await http.get("/api/v1/namespaces")
             r.raise_for_status()
             names = sorted(str(i["metadata"]["name"]) for i in r.json().get("items") or [])
+            if user is None:
+                return ScopeReply(user="offline", clusters={name: ClusterScope(namespaces=tuple(names), cluster_wide=True)})
             if await allowed(None):
                 return ScopeReply(
                     user=user, groups=groups, clusters={name: ClusterScope(namespaces=tuple(names), cluster_wide=True)}

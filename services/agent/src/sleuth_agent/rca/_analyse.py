@@ -140,8 +140,8 @@ async def analyse_cluster(
     else:
         # Tenants first, platform namespaces last (they are cut first when there are too many).
         targets = sorted(known, key=lambda ns: (ns in _PLATFORM or ns.startswith("kube-"), ns))
-    if node_targets and not named_ns:
-        targets = []
+    if node_targets and not named_ns and scope.cluster_wide:
+        targets = []  # the node is the target; a tenant gets their own pods looked at instead
     out.skipped_namespaces = max(0, len(targets) - settings.max_namespaces)
     targets = targets[: settings.max_namespaces]
     out.namespaces = targets

@@ -1,0 +1,53 @@
+"""``make bench`` — the scenario corpus: per-scenario pass/fail, then top-1 family and resource
+accuracy, confident wrong answers, abstentions, leaks, p50/p95 wall time and tool calls.
+
+Each scenario runs offline (simcluster + kube-mcp in-process, scope from SubjectAccessReviews);
+wall time is the investigation alone. The floor for the time figures is the bare round trip of
+one tool call (``list_pods``) through the same scoped client, measured in the same run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from pathlib import Path
+
+from sleuth.benches import emit
+from sleuth.scenarios import load_scenarios, offline_cluster, run_corpus, summarize, table
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+async def _tool_call_floor(snapshot: Path, n: int = 20) -> float:
+    from sleuth_common.mcp import ClusterTools
+    from sleuth_common.scope import Scope
+
+    with offline_cluster(snapshot) as oc:
+        async with ClusterTools(oc.cluster, Scope.of(cluster_wide=True), user="bench") as tools:
+            samples = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                await tools.call("list_pods", {"namespace": "kube-system"})
+                samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples)
+
+
+def run() -> None:
+    root = REPO / "scenarios"
+    outcomes = run_corpus(root)
+    print(table(outcomes), flush=True)
+    s = summarize(outcomes)
+    scenarios = load_scenarios(root)
+    floor = asyncio.run(_tool_call_floor(scenarios[0].path)) if scenarios else 1.0
+    n = s["scenarios"]
+    emit("scenarios_correct", s["correct"] * 100, "%", "all scenarios", 100.0, ">= 90%", scenarios=n)
+    emit("scenarios_family_top1", s["family_top1"] * 100, "%", "all scenarios", 100.0, ">= 90%")
+    emit("scenarios_resource_top1", s["resource_top1"] * 100, "%", "all scenarios", 100.0, ">= 90%")
+    emit("scenarios_wrong", s["wrong"] * 100, "%", "all scenarios", 100.0, "<= 3%")
+    emit("scenarios_abstained", s["abstained"] * 100, "%", "all scenarios", 100.0, "(abstain rather than guess)")
+    emit("scenarios_leaks", float(s["leaks"]), "count", "none", 1.0, "== 0")
+    emit("scenario_wall_p50", s["p50_ms"], "ms", "one scoped list_pods round trip", floor, "< 1000 ms")
+    emit("scenario_wall_p95", s["p95_ms"], "ms", "one scoped list_pods round trip", floor, "(report)")
+    emit("scenario_tool_calls_p50", s["tool_calls_p50"], "calls", "one call", 1.0, "(report)")
+    print(f"must_pass failures: {', '.join(s['must_pass_failed']) or 'none'}", flush=True)
