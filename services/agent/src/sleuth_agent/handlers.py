@@ -149,7 +149,12 @@ class JobHandler:
                     result, llm_run = await self.llm.run(
                         job, scope, result, started=started, progress=progress, on_audit=audit
                     )
-        result = result.model_copy(update={"duration_ms": round((time.monotonic() - started) * 1000, 1)})
+        result = result.model_copy(
+            update={
+                "duration_ms": round((time.monotonic() - started) * 1000, 1),
+                "llm": llm_run.as_dict() if llm_run is not None else None,
+            }
+        )
         if not await self._claim(job.id):
             log.info(
                 "job already answered by another delivery; not answering twice", extra={"job_id": job.id}

@@ -130,9 +130,11 @@ class InvestigationResult(Message):
     answer_markdown: str = ""
     duration_ms: float = 0.0
     tool_calls: int = 0
+    llm: dict[str, Any] | None = None
+    """When a model took part: outcome, model, calls, tool_calls, input_tokens, output_tokens."""
 
     def public_json(self) -> dict[str, Any]:
         """The DESIGN §3 result JSON (no bookkeeping fields)."""
         return self.model_dump(
-            mode="json", exclude={"kind", "schema_version", "job_id", "user", "duration_ms", "tool_calls"}
+            mode="json", exclude={"kind", "schema_version", "job_id", "user", "duration_ms", "tool_calls", "llm"}
         )
