@@ -137,12 +137,6 @@ def test_with_the_model_failing_the_deterministic_answer_arrives_and_says_so(
     assert "The AI model was unavailable (it answered HTTP 503)" in result["answer"]
 
 
-@pytest.mark.xfail(
-    reason="kube-mcp's tool descriptions use demo tenant names as examples ('e.g. team-a', 'Pod name, e.g. "
-    "checkout-api-7d9f8c6b5d-x2k4p', "
-    "'app.kubernetes.io/name=checkout-api'), and tool descriptions go to every user's model",
-    strict=False,
-)
 def test_nothing_of_team_a_reaches_bobs_model(
     stack: Stack, fake: FakeModelServer, demo_snapshot: Path
 ) -> None:

@@ -42,8 +42,8 @@ TOOL_NAMES = (
     "subgraph",
 )
 
-Namespace = Annotated[str, Field(description="Kubernetes namespace to read, e.g. team-a.", min_length=1)]
-PodName = Annotated[str, Field(description="Pod name, e.g. checkout-api-7d9f8c6b5d-x2k4p.", min_length=1)]
+Namespace = Annotated[str, Field(description="Kubernetes namespace to read, e.g. my-namespace.", min_length=1)]
+PodName = Annotated[str, Field(description="Pod name, e.g. web-5d8f7c9b6-abcde.", min_length=1)]
 
 _READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -58,7 +58,7 @@ DESCRIPTIONS = {
         "state (waiting/running/terminated with reason, message, exit_code), last_termination (reason "
         "such as OOMKilled or Error, exit_code, finished_at) and resources (requests/limits). "
         "Use it first to find which pods are unhealthy and why. Narrow with label_selector "
-        "(e.g. app.kubernetes.io/name=checkout-api) or field_selector (e.g. status.phase=Pending). "
+        "(e.g. app.kubernetes.io/name=web) or field_selector (e.g. status.phase=Pending). "
         'Result: {"namespace", "count", "pods": [...], "omitted"?}. ' + _JSON
     ),
     "get_pod": (
