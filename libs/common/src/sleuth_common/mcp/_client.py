@@ -26,8 +26,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sleuth_common.config import McpServerSettings
 from sleuth_common.mcp._commands import kubectl_command
-from sleuth_common.mcp._result import AuditCallback, ToolAuditEvent, ToolInfo, ToolResult, ToolStatus
 from sleuth_common.mcp._resolve import IpResolver, current_resolver
+from sleuth_common.mcp._result import AuditCallback, ToolAuditEvent, ToolInfo, ToolResult, ToolStatus
 from sleuth_common.redact import redact_text
 from sleuth_common.scope import (
     FilterOutcome,

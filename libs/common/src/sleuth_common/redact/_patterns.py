@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-
-import ahocorasick_rs
 from dataclasses import dataclass
 from functools import lru_cache
+
+import ahocorasick_rs
 
 __all__ = ["REDACTED", "is_secret_env_name", "is_secret_key", "redact_text"]
 
