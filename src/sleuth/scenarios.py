@@ -1,4 +1,4 @@
-"""Offline investigations over snapshots (DESIGN §3–4): simcluster and kube-mcp in-process on
+"""Offline investigations over snapshots (DESIGN §3, §4): simcluster and kube-mcp in-process on
 loopback, the caller's scope from SubjectAccessReviews against simcluster, and the same
 ``sleuth_agent.investigate()`` the agent service runs. Also the scenario corpus: loading
 ``scenarios/*/scenario.yaml`` and scoring a result against its ``expect``.
@@ -25,7 +25,14 @@ import httpx
 import yaml
 
 from sleuth_common.config import ClusterSettings, McpServerSettings
-from sleuth_common.messages import AlertRef, ClusterScope, InvestigationJob, InvestigationResult, Requester, ScopeReply
+from sleuth_common.messages import (
+    AlertRef,
+    ClusterScope,
+    InvestigationJob,
+    InvestigationResult,
+    Requester,
+    ScopeReply,
+)
 
 __all__ = [
     "OfflineCluster",
@@ -123,7 +130,7 @@ class OfflineCluster:
         name = self.cluster.name
         if user is not None and user not in self.users:
             raise KeyError(f"no user {user!r} in {self.snapshot}/snapshot.yaml")
-        groups = self.groups(user)
+        groups = self.groups(user) if user else ()
         ctx = ssl.create_default_context(cafile=str(self.sim.ca_file))
         headers = {"Authorization": f"Bearer {self.sim.token(AUTHZ_USER)}"}
         async with httpx.AsyncClient(base_url=self.sim.url, verify=ctx, headers=headers, timeout=10) as http:
