@@ -1,0 +1,146 @@
+"""Wiring: settings → NATS (the FastStream broker's connection), Redis, streams, the batcher,
+the channel commands and the webhook server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import uvicorn
+from faststream import FastStream
+from faststream.nats import NatsBroker
+from nats.aio.client import Client as Nats
+from nats.aio.subscription import Subscription
+from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from sleuth_alerts.batcher import Batcher
+from sleuth_alerts.bus import ensure_streams
+from sleuth_alerts.channels import ChannelCommands
+from sleuth_alerts.metrics import Metrics
+from sleuth_alerts.settings import Settings
+from sleuth_alerts.store import Store
+from sleuth_alerts.webhook import webhook_app
+from sleuth_common.subjects import Subjects
+
+__all__ = ["Alerts", "build", "create_app"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Alerts:
+    """One alerts process: the FastStream app and what it runs."""
+
+    settings: Settings
+    app: FastStream
+    broker: NatsBroker
+    metrics: Metrics
+    redis: Redis
+    clock: Callable[[], float] = time.time
+    nc: Nats | None = None
+    js: JetStreamContext | None = None
+    batcher: Batcher | None = None
+    _sub: Subscription | None = None
+    _http: uvicorn.Server | None = None
+    _http_task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def status(self) -> dict[str, object]:
+        connected = bool(self.nc and self.nc.is_connected)
+        return {"ok": connected, "nats": "ok" if connected else "down"}
+
+    def warn_about_open_routes(self) -> None:
+        for route in self.settings.alerts.routes:
+            if not route.token_env:
+                log.warning(
+                    "alert route %r has no token_env: anyone who can reach %s:%d may post alerts to it",
+                    route.name,
+                    self.settings.alerts.host,
+                    self.settings.alerts.port,
+                )
+            elif route.token() is None:
+                log.warning(
+                    "alert route %r: environment variable %s is empty; every post will get 401",
+                    route.name,
+                    route.token_env,
+                )
+            if route.run_as is None:
+                log.info(
+                    "alert route %r names no run_as identity: alerts are listed, not investigated, "
+                    "until someone says `alerts on` in %s",
+                    route.name,
+                    route.target,
+                )
+
+    async def start(self) -> None:
+        self.warn_about_open_routes()
+        subjects = Subjects(self.settings.prefix)
+        self.nc = await self.broker.connect()
+        self.js = self.nc.jetstream(timeout=self.settings.alerts.publish_timeout)
+        await ensure_streams(self.js, subjects)
+        store = Store(self.redis, self.settings.prefix, state_ttl=self.settings.alerts.state_ttl)
+        self.batcher = Batcher(self.nc, store, self.settings, self.metrics, clock=self.clock)
+        await self.batcher.start()
+        commands = ChannelCommands(store, self.settings, self.clock)
+        self._sub = await self.nc.subscribe(
+            subjects.alerts_channels_all, queue="alerts", cb=commands.on_request
+        )
+        cfg = self.settings.alerts
+        config = uvicorn.Config(
+            webhook_app(self.settings, self.metrics, lambda: self.js, self.status),
+            host=cfg.host,
+            port=cfg.port,
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+        )
+        self._http = uvicorn.Server(config)
+        self._http_task = asyncio.create_task(self._http.serve())
+        log.info("alerts ready: webhook on http://%s:%d/v1/alertmanager/<route>", cfg.host, cfg.port)
+
+    async def stop(self) -> None:
+        if self._http is not None:
+            self._http.should_exit = True
+            if self._http_task is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._http_task
+        if self.batcher is not None:
+            await self.batcher.stop()
+        if self._sub is not None:
+            with contextlib.suppress(NatsError):
+                await self._sub.unsubscribe()
+        await self.redis.aclose()
+
+
+def build(settings: Settings, *, clock: Callable[[], float] = time.time) -> Alerts:
+    """Build without connecting anything."""
+    broker = NatsBroker(
+        settings.nats.url.split(","),
+        connect_timeout=math.ceil(settings.nats.connect_timeout),
+        max_reconnect_attempts=-1,
+        drain_timeout=2,
+        log_level=logging.DEBUG,
+    )
+    redis = Redis.from_url(
+        settings.redis.url,
+        socket_timeout=settings.redis.timeout,
+        socket_connect_timeout=settings.redis.timeout,
+        retry=Retry(NoBackoff(), 1),
+    )
+    alerts = Alerts(settings, FastStream(broker), broker, Metrics(), redis, clock=clock)
+    alerts.app.after_startup(alerts.start)
+    alerts.app.on_shutdown(alerts.stop)
+    return alerts
+
+
+def create_app(settings: Settings) -> FastStream:
+    """The alerts service as a FastStream app (``await create_app(settings).run()``)."""
+    return build(settings).app

@@ -1,0 +1,356 @@
+"""From stored webhook payloads to one posted answer per (channel, cluster) window.
+
+- **ingest**: a durable pull consumer on ``sleuth.alerts.ingest`` takes each payload, skips
+  Watchdog / resolved / low-severity alerts and puts the rest in their window in Redis (new,
+  in cooldown, or a duplicate), then acks. A crash before the ack redelivers the payload, and
+  putting it in again changes nothing.
+- **tick**: windows past their closing time become batches (atomically, in Redis); batches
+  wait for one of ``concurrency`` slots; each is investigated as the channel marker (``alerts
+  on``) or the route's identity, resolved fresh: its scope decides which alerts may be shown
+  and asked about. The job's id is the batch id and its answer comes back on
+  ``sleuth.alerts.results.<batch>``, which the ALERTS stream keeps until it is handled.
+- **results**: a durable consumer turns each answer into one chat post whose id is the batch
+  id (``alert-<batch>``), so a redelivered answer or a restarted service posts nothing twice.
+- a batch with no answer after its deadline is reported as not finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import zlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from nats.aio.client import Client as Nats
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from pydantic import ValidationError
+from redis.exceptions import RedisError
+
+from sleuth_alerts import compose
+from sleuth_alerts.bus import publish_post
+from sleuth_alerts.metrics import Metrics
+from sleuth_alerts.settings import Settings
+from sleuth_alerts.store import Batch, Store
+from sleuth_alerts.triage import alert_ref, cluster_of, fingerprint, in_scope, question, skip_reason
+from sleuth_common.messages import (
+    AlertmanagerWebhook,
+    AlertRef,
+    ChatPost,
+    InvestigationJob,
+    InvestigationResult,
+    Requester,
+    ScopeReply,
+    ScopeRequest,
+)
+from sleuth_common.subjects import Subjects
+
+__all__ = ["ROUTE_HEADER", "Batcher", "decode_payload", "post_id"]
+
+log = logging.getLogger(__name__)
+
+ROUTE_HEADER = "Sleuth-Route"
+ENCODING_HEADER = "Sleuth-Encoding"
+INGEST_DURABLE = "alerts-batcher"
+RESULTS_DURABLE = "alerts-results"
+
+
+class ScopeUnavailable(Exception):
+    pass
+
+
+def post_id(batch_id: str) -> str:
+    return f"alert-{batch_id}"
+
+
+def decode_payload(data: bytes, headers: dict[str, str] | None) -> AlertmanagerWebhook:
+    if (headers or {}).get(ENCODING_HEADER) == "zlib":
+        data = zlib.decompress(data)
+    return AlertmanagerWebhook.model_validate_json(data)
+
+
+class Batcher:
+    def __init__(
+        self,
+        nc: Nats,
+        store: Store,
+        settings: Settings,
+        metrics: Metrics,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.nc = nc
+        self.js: JetStreamContext = nc.jetstream(timeout=settings.alerts.publish_timeout)
+        self.store = store
+        self.settings = settings
+        self.cfg = settings.alerts
+        self.metrics = metrics
+        self.subjects = Subjects(settings.prefix)
+        self.clock = clock
+        self._stopping = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._subs: list[Any] = []
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        s = self.subjects
+        config = ConsumerConfig(
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self.cfg.ack_wait,
+            max_deliver=-1,
+            deliver_policy=DeliverPolicy.ALL,
+        )
+        ingest = await self.js.pull_subscribe(
+            s.alerts_ingest, durable=INGEST_DURABLE, stream=s.stream_alerts, config=config
+        )
+        results = await self.js.pull_subscribe(
+            s.alerts_results_all, durable=RESULTS_DURABLE, stream=s.stream_alerts, config=config
+        )
+        self._tasks = [
+            asyncio.create_task(
+                self._pull(ingest, self._on_ingest, self.cfg.fetch_batch), name="alerts-ingest"
+            ),
+            asyncio.create_task(self._pull(results, self._on_result, 8), name="alerts-results"),
+            asyncio.create_task(self._ticker(), name="alerts-tick"),
+        ]
+
+    async def stop(self) -> None:
+        # A flag as well as a cancel: nats-py's fetch can swallow a cancel on Python 3.11.
+        self._stopping.set()
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(t, 5.0)
+        self._tasks.clear()
+        for sub in self._subs:
+            with contextlib.suppress(NatsError):
+                await sub.unsubscribe()
+        self._subs.clear()
+
+    async def _pull(self, sub: Any, handle: Callable[[Msg], Awaitable[None]], batch: int) -> None:
+        while not self._stopping.is_set():
+            try:
+                msgs = await sub.fetch(batch, timeout=1.0)
+            except TimeoutError:  # nats' own TimeoutError, or the builtin one from a batch fetch
+                continue
+            except NatsError as exc:
+                log.warning("fetching from the ALERTS stream failed: %s", exc)
+                await asyncio.sleep(1.0)
+                continue
+            for msg in msgs:
+                try:
+                    await handle(msg)
+                except (RedisError, OSError, NatsError, TimeoutError) as exc:
+                    # Temporary: Redis or NATS trouble. Try again shortly; nothing is lost.
+                    log.warning("alert message left for redelivery: %s", exc)
+                    with contextlib.suppress(NatsError):
+                        await msg.nak(delay=2.0)
+
+    async def _ticker(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                await self.tick()
+            except (RedisError, OSError, NatsError, TimeoutError) as exc:
+                log.warning("alert windows could not be checked: %s", exc)
+            await asyncio.sleep(self.cfg.tick)
+
+    # ------------------------------------------------------------------ ingest
+    async def _on_ingest(self, msg: Msg) -> None:
+        route = (msg.headers or {}).get(ROUTE_HEADER, "")
+        try:
+            payload = decode_payload(msg.data, msg.headers)
+        except (ValidationError, ValueError, zlib.error) as exc:
+            log.error("dropped a malformed alert payload from route %s: %s", route, exc)
+            await msg.term()
+            return
+        await self.ingest(route, payload)
+        await msg.ack()
+
+    async def ingest(self, route_name: str, payload: AlertmanagerWebhook) -> dict[str, int]:
+        """Put one payload's alerts in their windows; returns counts by disposition."""
+        counts: dict[str, int] = {}
+        route = self.settings.route(route_name)
+        if route is None:
+            log.warning("alerts for unknown route %r dropped (was it removed from the config?)", route_name)
+            return counts
+        now = self.clock()
+        for alert in payload.alerts:
+            disp = skip_reason(
+                alert,
+                skip_alertnames=self.cfg.skip_alertnames,
+                severities=self.cfg.severities,
+                min_severity=self.cfg.min_severity,
+            )
+            if disp is None:
+                cluster = cluster_of(alert.labels, self.cfg.cluster_labels, self.settings.clusters)
+                ref = alert_ref(alert, fingerprint(alert))
+                disp = await self.store.add(
+                    route.target, cluster, ref, now=now, window=self.cfg.window, cooldown=self.cfg.cooldown
+                )  # type: ignore[assignment]
+            counts[disp] = counts.get(disp, 0) + 1
+            self.metrics.received.labels(disp).inc()
+        return counts
+
+    # ------------------------------------------------------------------ windows → jobs
+    async def tick(self) -> None:
+        now = self.clock()
+        for window in await self.store.due_windows(now):
+            batch_id = await self.store.close(window, now)
+            if batch_id:
+                log.info("alert window closed", extra={"batch": batch_id, "window": window})
+        free = self.cfg.concurrency - await self.store.inflight_count()
+        for batch_id in await self.store.closed_batches(free):
+            await self._start_batch(batch_id)
+        for batch_id in await self.store.overdue(self.clock()):
+            batch = await self.store.batch(batch_id)
+            if batch is not None:
+                await self._post_not_finished(batch, "no answer arrived before the deadline")
+        self.metrics.pending.set(await self.store.pending_alerts())
+
+    async def _identity(self, target: str) -> tuple[Requester | None, str]:
+        """(who to investigate as, who marked the channel or "")."""
+        mark = await self.store.get_mark(target)
+        if mark is not None and mark.user:
+            return Requester(user=mark.user, groups=mark.groups), mark.user
+        for route in self.cfg.routes:
+            if route.target == target and route.run_as is not None:
+                return Requester(user=route.run_as.user, groups=tuple(route.run_as.groups)), ""
+        return None, ""
+
+    async def _scope(self, who: Requester) -> ScopeReply:
+        req = ScopeRequest(user=who.user, groups=who.groups)
+        try:
+            msg = await self.nc.request(
+                self.subjects.authz_scope, req.to_bytes(), timeout=self.settings.authz.request_timeout
+            )
+            return ScopeReply.model_validate_json(msg.data)
+        except (NatsTimeout, NoRespondersError, NatsError, TimeoutError, ValidationError) as exc:
+            raise ScopeUnavailable(type(exc).__name__) from exc
+
+    async def _start_batch(self, batch_id: str) -> None:
+        batch = await self.store.batch(batch_id)
+        if batch is None or batch.state != "closed":
+            await self.store.posted(batch_id)  # expired or already handled: drop from the queue
+            return
+        who, marked_by = await self._identity(batch.target)
+        if who is None:
+            await self._post(batch, compose.no_identity(batch.cluster, batch.new), "no_identity")
+            return
+        try:
+            scope = await self._scope(who)
+        except ScopeUnavailable as exc:
+            if self.clock() - batch.created > self.cfg.investigation_timeout:
+                await self._post_not_finished(batch, "authorization stayed unavailable")
+            else:
+                log.warning(
+                    "authz unavailable for alert batch (%s); will retry", exc, extra={"batch": batch.id}
+                )
+            return
+        visible = [a for a in batch.new if in_scope(a, batch.cluster, scope)]
+        ctx = [a for a in batch.ctx if in_scope(a, batch.cluster, scope)]
+        hidden = len(batch.new) - len(visible)
+        if not visible:
+            text = compose.outside_access(
+                batch.cluster, hidden, len(ctx), run_as=who.user, marked_by=marked_by
+            )
+            await self._post(batch, text, "outside_access")
+            return
+        asked = visible[: self.cfg.max_per_window]
+        known = {c.name for c in self.settings.clusters}
+        job = InvestigationJob(
+            id=batch.id,
+            origin="alert",
+            requester=who,
+            question=question(batch.cluster, asked),
+            alerts=tuple(asked),
+            clusters=(batch.cluster,) if batch.cluster in known else (),
+            deadline=time.time() + self.cfg.investigation_timeout,
+            unattended=True,
+            reply_subject=self.subjects.alerts_result(batch.id),
+            chat_target=batch.target,
+        )
+        await self.js.publish(
+            self.subjects.jobs_investigate,
+            job.to_bytes(),
+            stream=self.subjects.stream_jobs,
+            headers={"Nats-Msg-Id": job.id},
+        )
+        await self.store.submitted(
+            batch.id,
+            self.clock() + self.cfg.investigation_timeout + self.cfg.answer_grace,
+            run_as=who.user,
+            marked_by=marked_by,
+            hidden=str(hidden),
+            asked=json.dumps([a.fingerprint for a in asked]),
+            over=json.dumps([a.fingerprint for a in visible[self.cfg.max_per_window :]]),
+            ctx=json.dumps([a.fingerprint for a in ctx]),
+        )
+        log.info(
+            "alert investigation submitted",
+            extra={"batch": batch.id, "alerts": len(asked), "cluster": batch.cluster, "user": who.user},
+        )
+
+    # ------------------------------------------------------------------ answers
+    async def _on_result(self, msg: Msg) -> None:
+        try:
+            result = InvestigationResult.model_validate_json(msg.data)
+        except ValidationError:
+            log.error("dropped a malformed investigation result on %s", msg.subject)
+            await msg.term()
+            return
+        batch_id = result.job_id or msg.subject.rsplit(".", 1)[-1]
+        batch = await self.store.batch(batch_id)
+        if batch is None or batch.state == "posted":
+            await msg.ack()
+            return
+        await self.post_result(batch, result)
+        await msg.ack()
+
+    async def post_result(self, batch: Batch, result: InvestigationResult) -> None:
+        by_fp: dict[str, AlertRef] = {a.fingerprint: a for a in (*batch.new, *batch.ctx)}
+
+        def pick(key: str) -> list[AlertRef]:
+            return [by_fp[f] for f in json.loads(batch.meta.get(key, "[]")) if f in by_fp]
+
+        text = compose.answer(
+            batch.cluster,
+            pick("asked"),
+            pick("over"),
+            pick("ctx"),
+            int(batch.meta.get("hidden", "0") or 0),
+            result,
+            run_as=batch.meta.get("run_as", ""),
+            marked_by=batch.meta.get("marked_by", ""),
+        )
+        await self._post(batch, text, result.status, status=result.status)
+
+    async def _post_not_finished(self, batch: Batch, reason: str) -> None:
+        by_fp = {a.fingerprint: a for a in batch.new}
+        asked = [by_fp[f] for f in json.loads(batch.meta.get("asked", "[]")) if f in by_fp]
+        await self._post(batch, compose.not_finished(batch.cluster, asked, reason), "not_finished")
+
+    async def _post(self, batch: Batch, text: str, outcome: str, **meta: str) -> None:
+        if await self.store.is_posted(batch.id):
+            return
+        post = ChatPost(
+            id=post_id(batch.id),
+            target=batch.target,
+            text=text,
+            origin="alert",
+            meta={"batch": batch.id, "cluster": batch.cluster, "outcome": outcome, **meta},
+        )
+        await publish_post(self.js, self.subjects, post, self.cfg.publish_timeout)
+        if await self.store.posted(batch.id, outcome=outcome):
+            self.metrics.investigations.labels(outcome).inc()
+            if batch.created:
+                self.metrics.seconds.observe(max(0.0, self.clock() - batch.created))
+        log.info("alert answer posted", extra={"batch": batch.id, "target": batch.target, "outcome": outcome})

@@ -1,0 +1,44 @@
+"""Prometheus metrics of one alerts process (served on ``/metrics`` of the webhook server)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+__all__ = ["Metrics"]
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.received = Counter(
+            "sleuth_alerts_received",
+            "Alerts taken from the stream, by what happened to them",
+            ["disposition"],
+            registry=self.registry,
+        )
+        for d in ("queued", "duplicate", "cooldown", "ignored", "resolved", "low_severity"):
+            self.received.labels(d)
+        self.webhook = Counter(
+            "sleuth_alerts_webhook_requests",
+            "Webhook posts, by route and HTTP status",
+            ["route", "status"],
+            registry=self.registry,
+        )
+        self.investigations = Counter(
+            "sleuth_alert_investigations",
+            "Alert batches finished, by outcome (result status, outside_access, no_identity, not_finished)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.pending = Gauge(
+            "sleuth_alerts_pending", "New alerts waiting in open windows", registry=self.registry
+        )
+        self.seconds = Histogram(
+            "sleuth_alert_investigation_seconds",
+            "Seconds from a window closing to its answer being posted",
+            registry=self.registry,
+            buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300),
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,105 @@
+"""The alerts service's settings: the shared groups plus ``alerts``."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from sleuth_common.config import ServiceSettings
+
+__all__ = ["AlertsSettings", "RouteSettings", "RunAs", "Settings"]
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class RunAs(_Group):
+    """The identity a route's investigations run as when nobody marked the channel.
+
+    Sleuth holds no token for it: the agent resolves this user's scope per batch with
+    SubjectAccessReviews for ``user`` *and* ``groups`` (as Kubernetes impersonation would), so
+    list the groups the person really has (the ones their token's TokenReview returns). Whoever
+    writes this config vouches for them.
+    """
+
+    user: str
+    """Kubernetes user name."""
+    groups: list[str] = Field(default_factory=list)
+    """That user's Kubernetes groups (RBAC bindings to groups count only if listed here)."""
+
+
+class RouteSettings(_Group):
+    """One Alertmanager receiver: ``POST /v1/alertmanager/<name>``."""
+
+    name: str
+    """Path segment of the webhook URL (the Alertmanager receiver's ``webhook_configs.url``)."""
+    token_env: str = ""
+    """Environment variable holding the bearer token Alertmanager must send
+    (``http_config.authorization.credentials``). Empty = unauthenticated (warned at start-up)."""
+    channel: str
+    """Web-chat channel the answers go to (``team-a-alerts``), or a full chat target (``web:…``)."""
+    run_as: RunAs | None = None
+    """Identity investigations run as unless a member said ``alerts on`` in the channel."""
+
+    @property
+    def target(self) -> str:
+        return self.channel if ":" in self.channel else f"web:{self.channel}"
+
+    def token(self) -> SecretStr | None:
+        value = os.environ.get(self.token_env, "") if self.token_env else ""
+        return SecretStr(value) if value else None
+
+
+class AlertsSettings(_Group):
+    host: str = "127.0.0.1"
+    """Address of the webhook server (also /healthz and /metrics)."""
+    port: int = 8090
+    """Port of the webhook server."""
+    routes: list[RouteSettings] = Field(default_factory=list)
+    """Alertmanager receivers and where their alerts go."""
+    max_body_bytes: int = 1024 * 1024
+    """Largest webhook body accepted; larger ones get 413."""
+    publish_timeout: float = 5.0
+    """Seconds to wait for JetStream to store a payload before answering 503 (Alertmanager retries)."""
+    window: float = 60.0
+    """Seconds alerts of one (channel, cluster) are collected before one investigation starts."""
+    cooldown: float = 1800.0
+    """Seconds an alert (by fingerprint, per channel) is not diagnosed again; it rides along as context."""
+    max_per_window: int = 20
+    """Most new alerts one investigation is asked about; the rest are listed in the message."""
+    min_severity: str = "warning"
+    """Alerts below this severity are skipped (unknown severities are investigated)."""
+    severities: list[str] = Field(default_factory=lambda: ["none", "info", "warning", "error", "critical"])
+    """Known severities, lowest first (label ``severity``)."""
+    skip_alertnames: list[str] = Field(default_factory=lambda: ["Watchdog", "InfoInhibitor"])
+    """Alerts that only prove the pipeline works; never investigated."""
+    cluster_labels: list[str] = Field(default_factory=lambda: ["cluster", "k8s_cluster", "cluster_name"])
+    """Labels naming the cluster an alert is about (the first present wins)."""
+    concurrency: int = 4
+    """Investigations (one per channel and cluster) running at the same time."""
+    investigation_timeout: float = 120.0
+    """Deadline of one alert investigation; a batch with no answer after it (plus a grace) is
+    reported as not finished."""
+    answer_grace: float = 30.0
+    """Seconds past a batch's deadline before it is reported as not finished (the agent's own
+    deadline handling answers first when it can)."""
+    tick: float = 1.0
+    """Seconds between checks for windows that are due."""
+    fetch_batch: int = 64
+    """Webhook payloads the batcher takes from the stream at once."""
+    ack_wait: float = 30.0
+    """Seconds JetStream waits for the batcher to ack a payload before redelivering it."""
+    state_ttl: float = 7 * 86400.0
+    """Seconds finished batches and marks' bookkeeping stay in Redis."""
+
+
+class Settings(ServiceSettings):
+    alerts: AlertsSettings = Field(default_factory=AlertsSettings)
+
+    def route(self, name: str) -> RouteSettings | None:
+        for r in self.alerts.routes:
+            if r.name == name:
+                return r
+        return None

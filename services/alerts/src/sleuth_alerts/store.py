@@ -1,0 +1,249 @@
+"""Alert state in Redis: open windows, cooldowns, channel marks and batches (DESIGN §1 State).
+
+Nothing about alerts lives only in the process: a restart finds its open windows, the
+cooldowns and the batches in flight here. Times are the service clock's (unix seconds; tests
+pass a fake clock); Redis TTLs only collect garbage.
+
+Keys (``<p>`` = ``<prefix>:alerts``):
+- ``<p>:win:new:<window>`` / ``<p>:win:ctx:<window>`` hashes fingerprint → alert JSON: the new
+  alerts and the ones riding along in cooldown; ``<window>`` = ``<chat target>|<cluster>``;
+- ``<p>:due`` sorted set window → closing time;
+- ``<p>:cool:<target>:<fingerprint>`` → end of the cooldown;
+- ``<p>:mark:<target>`` hash user, groups (JSON), at: who said ``alerts on``;
+- ``<p>:batch:<id>`` hash: target, cluster, new / ctx (JSON lines), state, created …;
+- ``<p>:closed`` sorted set of batches waiting for an investigation slot (by closing time);
+- ``<p>:inflight`` sorted set of batches being investigated (by deadline).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.asyncio import Redis
+
+from sleuth_common.messages import AlertRef
+
+__all__ = ["Batch", "Mark", "Store"]
+
+_ADD = """
+-- KEYS: win_new, win_ctx, due, cool ; ARGV: fp, alert, now, close_at, cool_until, cool_ttl_ms, window
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  return 'duplicate'
+end
+local until_ = redis.call('GET', KEYS[4])
+local disp
+if until_ and tonumber(until_) > tonumber(ARGV[3]) then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+  disp = 'cooldown'
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  redis.call('SET', KEYS[4], ARGV[5], 'PX', ARGV[6])
+  disp = 'queued'
+end
+redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[7])
+return disp
+"""
+
+_CLOSE = """
+-- KEYS: win_new, win_ctx, due, batch, closed ; ARGV: window, now, batch_id, target, cluster, ttl_s
+local at = redis.call('ZSCORE', KEYS[3], ARGV[1])
+if not at or tonumber(at) > tonumber(ARGV[2]) then return 0 end
+redis.call('ZREM', KEYS[3], ARGV[1])
+local new = redis.call('HVALS', KEYS[1])
+local ctx = redis.call('HVALS', KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2])
+if #new == 0 then return -1 end
+redis.call('HSET', KEYS[4], 'target', ARGV[4], 'cluster', ARGV[5], 'new', table.concat(new, '\\n'),
+           'ctx', table.concat(ctx, '\\n'), 'state', 'closed', 'created', ARGV[2])
+redis.call('EXPIRE', KEYS[4], ARGV[6])
+redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3])
+return 1
+"""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A channel marked with ``alerts on``: investigations run with this user's access."""
+
+    user: str
+    groups: tuple[str, ...] = ()
+    at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Batch:
+    id: str
+    target: str
+    cluster: str
+    new: tuple[AlertRef, ...]
+    ctx: tuple[AlertRef, ...] = ()
+    state: str = "closed"
+    created: float = 0.0
+    meta: dict[str, str] = field(default_factory=dict)
+
+
+def _alerts(blob: str) -> tuple[AlertRef, ...]:
+    out = []
+    for line in blob.split("\n"):
+        if line.strip():
+            out.append(AlertRef.model_validate_json(line))
+    return tuple(sorted(out, key=lambda a: (a.starts_at, a.fingerprint)))
+
+
+class Store:
+    def __init__(self, redis: Redis, prefix: str, *, state_ttl: float = 7 * 86400.0) -> None:
+        self.redis = redis
+        self.p = f"{prefix}:alerts"
+        self.state_ttl = int(state_ttl)
+        self._add = redis.register_script(_ADD)
+        self._close = redis.register_script(_CLOSE)
+
+    # ------------------------------------------------------------------ windows
+    @staticmethod
+    def window(target: str, cluster: str) -> str:
+        return f"{target}|{cluster}"
+
+    def _win_keys(self, window: str) -> tuple[str, str]:
+        return f"{self.p}:win:new:{window}", f"{self.p}:win:ctx:{window}"
+
+    async def add(
+        self, target: str, cluster: str, alert: AlertRef, *, now: float, window: float, cooldown: float
+    ) -> str:
+        """Put one alert in its open window: ``queued`` (new, cooldown starts), ``cooldown`` (rides
+        along as context) or ``duplicate`` (already in this window). Opens the window if needed."""
+        win = self.window(target, cluster)
+        new, ctx = self._win_keys(win)
+        cool = f"{self.p}:cool:{target}:{alert.fingerprint}"
+        ttl_ms = int(max(cooldown, 1.0) * 1000) + 60_000
+        res = await self._add(
+            keys=[new, ctx, f"{self.p}:due", cool],
+            args=[alert.fingerprint, alert.model_dump_json(), now, now + window, now + cooldown, ttl_ms, win],
+        )
+        return res.decode() if isinstance(res, bytes) else str(res)
+
+    async def due_windows(self, now: float) -> list[str]:
+        found = await self.redis.zrangebyscore(f"{self.p}:due", "-inf", now)
+        return [w.decode() if isinstance(w, bytes) else w for w in found]
+
+    async def close(self, window: str, now: float) -> str | None:
+        """Close a due window into a batch (atomic: with several replicas only one closes it).
+        Returns the batch id, or None if it was not due, already closed, or held nothing new."""
+        target, _, cluster = window.rpartition("|")
+        new, ctx = self._win_keys(window)
+        batch_id = uuid.uuid4().hex
+        res = await self._close(
+            keys=[new, ctx, f"{self.p}:due", f"{self.p}:batch:{batch_id}", f"{self.p}:closed"],
+            args=[window, now, batch_id, target, cluster, self.state_ttl],
+        )
+        return batch_id if int(res) == 1 else None
+
+    async def pending_alerts(self) -> int:
+        """New alerts waiting in open windows (the ``sleuth_alerts_pending`` gauge)."""
+        windows = await self.redis.zrange(f"{self.p}:due", 0, -1)
+        if not windows:
+            return 0
+        pipe = self.redis.pipeline(transaction=False)
+        for w in windows:
+            pipe.hlen(self._win_keys(w.decode() if isinstance(w, bytes) else w)[0])
+        return int(sum(await pipe.execute()))
+
+    # ------------------------------------------------------------------ batches
+    async def batch(self, batch_id: str) -> Batch | None:
+        raw = await self.redis.hgetall(f"{self.p}:batch:{batch_id}")
+        if not raw:
+            return None
+        d = {
+            (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+            for k, v in raw.items()
+        }
+        meta = {k[5:]: v for k, v in d.items() if k.startswith("meta.")}
+        return Batch(
+            id=batch_id,
+            target=d.get("target", ""),
+            cluster=d.get("cluster", ""),
+            new=_alerts(d.get("new", "")),
+            ctx=_alerts(d.get("ctx", "")),
+            state=d.get("state", ""),
+            created=float(d.get("created", 0) or 0),
+            meta=meta,
+        )
+
+    async def closed_batches(self, limit: int) -> list[str]:
+        if limit <= 0:
+            return []
+        found = await self.redis.zrange(f"{self.p}:closed", 0, limit - 1)
+        return [b.decode() if isinstance(b, bytes) else b for b in found]
+
+    async def inflight_count(self) -> int:
+        return int(await self.redis.zcard(f"{self.p}:inflight"))
+
+    async def overdue(self, now: float) -> list[str]:
+        found = await self.redis.zrangebyscore(f"{self.p}:inflight", "-inf", now)
+        return [b.decode() if isinstance(b, bytes) else b for b in found]
+
+    async def set_state(self, batch_id: str, state: str, **meta: str) -> None:
+        key = f"{self.p}:batch:{batch_id}"
+        mapping: dict[str, Any] = {"state": state, **{f"meta.{k}": v for k, v in meta.items()}}
+        await self.redis.hset(key, mapping=mapping)
+
+    async def submitted(self, batch_id: str, deadline: float, **meta: str) -> None:
+        """The job is on the JOBS stream: the batch moves from waiting to in flight."""
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(
+            f"{self.p}:batch:{batch_id}",
+            mapping={"state": "submitted", **{f"meta.{k}": v for k, v in meta.items()}},
+        )
+        pipe.zadd(f"{self.p}:inflight", {batch_id: deadline})
+        pipe.zrem(f"{self.p}:closed", batch_id)
+        await pipe.execute()
+
+    async def posted(self, batch_id: str, **meta: str) -> bool:
+        """Mark the batch answered; False when it already was (the answer is not posted twice)."""
+        key = f"{self.p}:batch:{batch_id}"
+        # HSETNX on a dedicated field makes "first answer wins" atomic across replicas.
+        first = bool(await self.redis.hsetnx(key, "posted", "1"))
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(key, mapping={"state": "posted", **{f"meta.{k}": v for k, v in meta.items()}})
+        pipe.zrem(f"{self.p}:inflight", batch_id)
+        pipe.zrem(f"{self.p}:closed", batch_id)
+        await pipe.execute()
+        return first
+
+    async def is_posted(self, batch_id: str) -> bool:
+        return bool(await self.redis.hexists(f"{self.p}:batch:{batch_id}", "posted"))
+
+    # ------------------------------------------------------------------ marks
+    async def mark(self, target: str, user: str, groups: tuple[str, ...], now: float) -> None:
+        await self.redis.hset(
+            f"{self.p}:mark:{target}", mapping={"user": user, "groups": json.dumps(list(groups)), "at": now}
+        )
+
+    async def unmark(self, target: str) -> Mark | None:
+        old = await self.get_mark(target)
+        await self.redis.delete(f"{self.p}:mark:{target}")
+        return old
+
+    async def get_mark(self, target: str) -> Mark | None:
+        raw = await self.redis.hgetall(f"{self.p}:mark:{target}")
+        if not raw:
+            return None
+        d = {
+            (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+            for k, v in raw.items()
+        }
+        return Mark(
+            user=d.get("user", ""),
+            groups=tuple(json.loads(d.get("groups", "[]"))),
+            at=float(d.get("at", 0) or 0),
+        )
+
+    async def cooling(self, target: str) -> int:
+        """Alerts of this channel currently in cooldown (for ``alerts status``)."""
+        n = 0
+        async for _ in self.redis.scan_iter(match=f"{self.p}:cool:{target}:*", count=500):
+            n += 1
+        return n
