@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kube import C, Snap, http_probe, last, running, terminated, ts, waiting  # noqa: E402
+from kube import C, Snap, http_probe, last, running, terminated, ts, waiting
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS: list[Callable[[], tuple[Snap, dict[str, Any]]]] = []

@@ -256,7 +256,7 @@ class Snap:
             derived = "Running"
             if term and all("terminated" in c["state"] for c in cstats):
                 derived = "Succeeded" if all(c["state"]["terminated"]["exitCode"] == 0 for c in term) else "Failed"
-            if init and any("running" not in st["state"] and "terminated" not in st["state"] or st["state"].get("terminated", {}).get("exitCode", 0) != 0 for _, st in init):
+            if init and any(("running" not in st["state"] and "terminated" not in st["state"]) or st["state"].get("terminated", {}).get("exitCode", 0) != 0 for _, st in init):
                 derived = "Pending"
             status["phase"] = phase or derived
             unready = [c["name"] for c in cstats if not c["ready"]]
