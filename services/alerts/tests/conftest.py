@@ -49,8 +49,16 @@ def payload(*alerts: dict[str, Any], status: str = "firing") -> dict[str, Any]:
     }
 
 
-def alert(pod: str = "checkout-api-7d9f8c6b5d-x2k4p", namespace: str = "team-a", *, name: str = "KubePodCrashLooping",
-          cluster: str = "demo", severity: str = "warning", status: str = "firing", fp: str = "") -> dict[str, Any]:
+def alert(
+    pod: str = "checkout-api-7d9f8c6b5d-x2k4p",
+    namespace: str = "team-a",
+    *,
+    name: str = "KubePodCrashLooping",
+    cluster: str = "demo",
+    severity: str = "warning",
+    status: str = "firing",
+    fp: str = "",
+) -> dict[str, Any]:
     labels = {"alertname": name, "namespace": namespace, "pod": pod, "severity": severity}
     if cluster:
         labels["cluster"] = cluster
@@ -75,17 +83,22 @@ class Bus:
     posts: list[ChatPost] = field(default_factory=list)
     answer: bool = True
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _posted: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def start(self) -> Bus:
         await self.nc.subscribe(self.subjects.authz_scope, queue="authz", cb=self._scope)
         js = self.nc.jetstream()
-        jobs = await js.pull_subscribe(self.subjects.jobs_investigate, durable="agent",
-                                       stream=self.subjects.stream_jobs)
-        chat = await js.pull_subscribe(self.subjects.chat_outbound, durable="gateway",
-                                       stream=self.subjects.stream_chat)
-        self._tasks = [asyncio.create_task(self._pull(jobs, self._job)),
-                       asyncio.create_task(self._pull(chat, self._post))]
+        jobs = await js.pull_subscribe(
+            self.subjects.jobs_investigate, durable="agent", stream=self.subjects.stream_jobs
+        )
+        chat = await js.pull_subscribe(
+            self.subjects.chat_outbound, durable="gateway", stream=self.subjects.stream_chat
+        )
+        self._tasks = [
+            asyncio.create_task(self._pull(jobs, self._job)),
+            asyncio.create_task(self._pull(chat, self._post)),
+        ]
         return self
 
     async def stop(self) -> None:
@@ -118,22 +131,36 @@ class Bus:
             return
         pod = job.alerts[0].labels.get("pod", "?") if job.alerts else "?"
         result = InvestigationResult(
-            job_id=job.id, user=job.requester.user, status="diagnosed",
-            root_cause=RootCause(family="oom_killed", resource="Deployment/team-a/checkout-api",
-                                 summary="checkout-api is OOM-killed at 256Mi", confidence="high"),
-            evidence=(Evidence(id="E01", tool="kube.get_pod", command=f"kubectl get pod -n team-a {pod}",
-                               summary="last state OOMKilled"),),
+            job_id=job.id,
+            user=job.requester.user,
+            status="diagnosed",
+            root_cause=RootCause(
+                family="oom_killed",
+                resource="Deployment/team-a/checkout-api",
+                summary="checkout-api is OOM-killed at 256Mi",
+                confidence="high",
+            ),
+            evidence=(
+                Evidence(
+                    id="E01",
+                    tool="kube.get_pod",
+                    command=f"kubectl get pod -n team-a {pod}",
+                    summary="last state OOMKilled",
+                ),
+            ),
             answer_markdown="## Problem\n\ncheckout-api restarts [E01].",
         )
         await self.nc.publish(job.reply_subject, result.to_bytes())
 
     async def _post(self, msg: Msg) -> None:
         self.posts.append(ChatPost.model_validate_json(msg.data))
+        self._posted.set()
 
-    async def wait_posts(self, n: int, timeout: float = 10.0) -> list[ChatPost]:
-        async with asyncio.timeout(timeout):
+    async def wait_posts(self, n: int, within: float = 10.0) -> list[ChatPost]:
+        async with asyncio.timeout(within):
             while len(self.posts) < n:
-                await asyncio.sleep(0.05)
+                self._posted.clear()
+                await self._posted.wait()
         return self.posts
 
 
@@ -150,24 +177,40 @@ class Running:
 
 
 def make_settings(nats_url: str, redis_url: str, **alerts: Any) -> Settings:
-    routes = alerts.pop("routes", [
-        {"name": "team-a", "channel": "team-a-alerts", "run_as": {"user": "alice", "groups": ["team-a"]}},
-        {"name": "secured", "channel": "ops", "token_env": "TEST_ALERTS_TOKEN",
-         "run_as": {"user": "alice", "groups": ["team-a"]}},
-        {"name": "nobody", "channel": "lost"},
-    ])
+    routes = alerts.pop(
+        "routes",
+        [
+            {"name": "team-a", "channel": "team-a-alerts", "run_as": {"user": "alice", "groups": ["team-a"]}},
+            {
+                "name": "secured",
+                "channel": "ops",
+                "token_env": "TEST_ALERTS_TOKEN",
+                "run_as": {"user": "alice", "groups": ["team-a"]},
+            },
+            {"name": "nobody", "channel": "lost"},
+        ],
+    )
     return Settings(
         prefix="sleuth",
         nats={"url": nats_url, "connect_timeout": 2.0},
         redis={"url": redis_url, "timeout": 1.0},
         authz={"request_timeout": 1.0},
         clusters=[{"name": "demo", "aliases": ["dev"]}],
-        alerts={"port": free_port(), "window": 0.4, "tick": 0.1, "cooldown": 30.0, "routes": routes, **alerts},
+        alerts={
+            "port": free_port(),
+            "window": 0.4,
+            "tick": 0.1,
+            "cooldown": 30.0,
+            "routes": routes,
+            **alerts,
+        },
     )
 
 
 @pytest.fixture
-def start_alerts(nats_server: NatsServer, valkey: ValkeyServer, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+def start_alerts(
+    nats_server: NatsServer, valkey: ValkeyServer, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Any]:
     monkeypatch.setenv("TEST_ALERTS_TOKEN", "s3cret")
 
     @asynccontextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+
 import pytest
 
 from sleuth_alerts import build
@@ -31,8 +32,12 @@ async def test_webhook_refuses_what_it_cannot_store_safely(start_alerts):
         assert (await s.post("team-a", big)).status_code == 413
 
         r = await s.post("team-a", payload(alert()))
-        assert r.status_code == 200 and r.json() == {"status": "stored", "route": "team-a", "alerts": 1,
-                                                     "duplicate": False}
+        assert r.status_code == 200 and r.json() == {
+            "status": "stored",
+            "route": "team-a",
+            "alerts": 1,
+            "duplicate": False,
+        }
         # Alertmanager retrying the same notification is stored once.
         assert (await s.post("team-a", payload(alert()))).json()["duplicate"] is True
 
@@ -45,7 +50,8 @@ async def test_webhook_refuses_what_it_cannot_store_safely(start_alerts):
 async def test_one_window_one_investigation_per_cluster_and_cooldown(start_alerts):
     async with start_alerts() as s:
         body = payload(
-            alert(), alert(pod="payments-worker-5c6d7e8f9a-mt4zq"),
+            alert(),
+            alert(pod="payments-worker-5c6d7e8f9a-mt4zq"),
             alert(pod="frontend-6b8d9f7c4e-hv7lz", cluster="prod-1"),
             alert(name="Watchdog", pod="", namespace="monitoring"),
             alert(pod="reports-1", severity="info"),
@@ -58,8 +64,10 @@ async def test_one_window_one_investigation_per_cluster_and_cooldown(start_alert
         job = s.bus.jobs[0]
         assert job.origin == "alert" and job.unattended and job.requester.user == "alice"
         assert job.requester.groups == ("team-a",) and job.clusters == ("demo",)
-        assert {a.labels["pod"] for a in job.alerts} == {"checkout-api-7d9f8c6b5d-x2k4p",
-                                                        "payments-worker-5c6d7e8f9a-mt4zq"}
+        assert {a.labels["pod"] for a in job.alerts} == {
+            "checkout-api-7d9f8c6b5d-x2k4p",
+            "payments-worker-5c6d7e8f9a-mt4zq",
+        }
         assert "on cluster demo" in job.question and "do these alerts share a cause" in job.question.lower()
         by_cluster = {p.meta["cluster"]: p for p in posts}
         demo = by_cluster["demo"]
@@ -93,7 +101,7 @@ async def test_max_per_window_lists_the_rest(start_alerts):
 async def test_unanswered_batch_is_reported_once(start_alerts):
     async with start_alerts(answer=False, investigation_timeout=0.5, answer_grace=0.2) as s:
         await s.post("team-a", payload(alert()))
-        (post,) = await s.bus.wait_posts(1, timeout=45)
+        (post,) = await s.bus.wait_posts(1, within=45)
         assert "did not finish" in post.text
         await asyncio.sleep(0.5)
         assert len(s.bus.posts) == 1
@@ -109,10 +117,12 @@ async def test_route_without_identity_lists_alerts(start_alerts):
 
 async def test_alerts_on_investigates_as_the_marker(start_alerts):
     async with start_alerts() as s:
+
         async def ask(op: str, user: str, groups: tuple[str, ...]) -> AlertChannelReply:
             req = AlertChannelRequest(op=op, channel="lost", user=user, groups=groups)
-            msg = await s.bus.nc.request(s.alerts.settings.prefix + f".alerts.channels.{op}", req.to_bytes(),
-                                         timeout=5)
+            msg = await s.bus.nc.request(
+                s.alerts.settings.prefix + f".alerts.channels.{op}", req.to_bytes(), timeout=5
+            )
             return AlertChannelReply.model_validate_json(msg.data)
 
         on = await ask("on", "bob", ("team-b",))

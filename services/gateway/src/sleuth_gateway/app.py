@@ -10,7 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from sleuth_gateway import handlers, web
+from sleuth_gateway import channel_api, handlers, web
 from sleuth_gateway.errors import ApiError
 from sleuth_gateway.middleware import RequestContextMiddleware
 from sleuth_gateway.runtime import Gateway
@@ -38,6 +38,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/v1/query", handlers.query, methods=["POST"]),
         Route("/v1/conversation", handlers.conversation, methods=["GET"]),
         Route("/v1/conversation", handlers.clear_conversation, methods=["DELETE"]),
+        Route("/v1/channels", channel_api.list_channels, methods=["GET"]),
+        Route("/v1/channels/{channel}/messages", channel_api.channel_messages, methods=["GET"]),
+        Route("/v1/channels/{channel}/messages", channel_api.post_channel_message, methods=["POST"]),
         Route("/healthz", handlers.healthz, methods=["GET"]),
         Route("/metrics", handlers.metrics, methods=["GET"]),
     ]

@@ -28,6 +28,8 @@ from pydantic import ValidationError
 
 from sleuth_common.config import NatsSettings
 from sleuth_common.messages import (
+    AlertChannelReply,
+    AlertChannelRequest,
     AuthenticateReply,
     AuthenticateRequest,
     InvalidateRequest,
@@ -49,12 +51,17 @@ class BusError(Exception):
 
 
 async def ensure_streams(js: JetStreamContext, subjects: Subjects) -> None:
-    """Create the JOBS stream if absent: work-queue retention, file storage.
+    """Create the JOBS and CHAT streams if absent: work-queue retention, file storage (CHAT
+    deduplicates posts by id for 10 minutes).
 
     An existing stream is left as it is (whoever created it first wins; its config is the
     operator's). Safe to call from several replicas at once.
     """
-    name = subjects.stream_jobs
+    await _ensure_stream(js, subjects.stream_jobs, subjects.jobs_investigate, 120.0)
+    await _ensure_stream(js, subjects.stream_chat, subjects.chat_outbound, 600.0)
+
+
+async def _ensure_stream(js: JetStreamContext, name: str, subject: str, duplicate_window: float) -> None:
     try:
         await js.stream_info(name)
         return
@@ -63,9 +70,10 @@ async def ensure_streams(js: JetStreamContext, subjects: Subjects) -> None:
     try:
         await js.add_stream(
             name=name,
-            subjects=[subjects.jobs_investigate],
+            subjects=[subject],
             retention=RetentionPolicy.WORK_QUEUE,
             storage=StorageType.FILE,
+            duplicate_window=duplicate_window,
         )
         log.info("created JetStream stream", extra={"stream": name})
     except BadRequestError as exc:
@@ -198,6 +206,26 @@ class Bus:
     @property
     def connected(self) -> bool:
         return self._nc is not None and self._nc.is_connected
+
+    @property
+    def nats(self) -> NatsClient:
+        """The connection (for the CHAT consumer)."""
+        return self._client()
+
+    async def alerts_command(self, req: AlertChannelRequest, wait: float) -> AlertChannelReply:
+        nc = self._client()
+        try:
+            msg = await nc.request(self.subjects.alerts_channels(req.op), req.to_bytes(), timeout=wait)
+        except NoRespondersError as exc:
+            raise BusError("the alerts service is not running") from exc
+        except NatsTimeoutError as exc:
+            raise BusError(f"the alerts service did not answer within {wait:g}s") from exc
+        except NatsError as exc:
+            raise BusError(f"the alerts request failed: {exc}") from exc
+        try:
+            return AlertChannelReply.model_validate_json(msg.data)
+        except ValidationError as exc:
+            raise BusError("the alerts service sent a malformed reply") from exc
 
     def _client(self) -> NatsClient:
         if self._nc is None or not self._nc.is_connected:

@@ -1,7 +1,8 @@
 """Whole-message chat commands. A message that merely mentions a command word is a question.
 
 Parsing ignores case, punctuation and politeness ("Help!", "refresh please", "@sleuth help").
-Later issues add ``access``, ``alerts …``, ``schedule …``; this issue knows ``help`` and ``refresh``.
+Known: ``help``, ``refresh`` and ``alerts on|off|status`` (in a channel). Later: ``access``,
+``schedule …``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ Commands (the whole message):
 
 - `help` — this text
 - `refresh` — re-check your access now (after your permissions changed)
+- `alerts on` / `alerts off` / `alerts status` — in a channel: investigate the alerts posted there
+  with your access (everyone in the channel then sees what you can see), stop that, or show who does
 
 You only ever see what your own Kubernetes credentials let you read.
 """
@@ -34,6 +37,7 @@ You only ever see what your own Kubernetes credentials let you read.
 @dataclass(frozen=True)
 class Command:
     name: str
+    arg: str = ""
 
 
 def parse_command(text: str) -> Command | None:
@@ -43,4 +47,6 @@ def parse_command(text: str) -> Command | None:
     words = [w for w in words if w and w not in _POLITE]
     if len(words) == 1 and words[0] in _COMMANDS:
         return Command(words[0])
+    if len(words) == 2 and words[0] == "alerts" and words[1] in {"on", "off", "status"}:
+        return Command("alerts", words[1])
     return None

@@ -190,6 +190,11 @@ async def _command(request: Request, identity: Identity, text: str, command: Com
             raise DependencyUnavailable(f"authorization is unavailable ({exc}); try again shortly") from exc
         gw.authenticator.forget_user(identity.user)
         answer = "Done: your access will be checked again on your next question."
+    elif command.name == "alerts":
+        answer = (
+            f"`alerts {command.arg}` works in a channel (it changes what everyone there sees); "
+            "post it in one of your channels instead of this private conversation."
+        )
     else:
         answer = HELP_TEXT
     log.info("command", extra={"request_id": rid, "user": identity.user, "command": command.name})

@@ -12,6 +12,7 @@ from redis.exceptions import RedisError
 from sleuth_common.subjects import Subjects
 from sleuth_gateway.auth import Authenticator
 from sleuth_gateway.bus import Bus
+from sleuth_gateway.channels import ChannelStore, ChatConsumer
 from sleuth_gateway.conversation import ConversationStore
 from sleuth_gateway.metrics import Metrics
 from sleuth_gateway.ratelimit import RateLimiter
@@ -39,6 +40,8 @@ class Gateway:
         self.redis: Redis | None = None
         self._ratelimiter: RateLimiter | None = None
         self._conversations: ConversationStore | None = None
+        self._channels: ChannelStore | None = None
+        self._chat: ChatConsumer | None = None
 
     @property
     def ratelimiter(self) -> RateLimiter:
@@ -49,6 +52,11 @@ class Gateway:
     def conversations(self) -> ConversationStore:
         assert self._conversations is not None, "the gateway is not started"
         return self._conversations
+
+    @property
+    def channels(self) -> ChannelStore:
+        assert self._channels is not None, "the gateway is not started"
+        return self._channels
 
     async def start(self) -> None:
         cfg = self.settings
@@ -67,15 +75,22 @@ class Gateway:
         self._conversations = ConversationStore(
             self.redis, key_prefix, cfg.gateway.conversation_ttl, cfg.gateway.conversation_max_messages
         )
+        self._channels = ChannelStore(self.redis, key_prefix, cfg.gateway.channel_max_messages)
         try:
             await self.redis.ping()
         except (RedisError, OSError) as exc:
             # Not fatal: requests answer 503 until Redis is back, and /healthz says so.
             log.warning("Redis is not answering at start-up: %s", exc)
         await self.bus.connect()
+        self._chat = ChatConsumer(
+            self.bus.nats, self.subjects, self._channels, {c.name for c in cfg.gateway.channels}
+        )
+        await self._chat.start()
         log.info("gateway ready", extra={"url": cfg.gateway.url()})
 
     async def stop(self) -> None:
+        if self._chat is not None:
+            await self._chat.stop()
         await self.bus.close()
         if self.redis is not None:
             await self.redis.aclose()

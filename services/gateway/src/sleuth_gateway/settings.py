@@ -6,7 +6,31 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sleuth_common.config import ServiceSettings
 
-__all__ = ["GatewaySettings", "Settings"]
+__all__ = ["ChannelSettings", "GatewaySettings", "Settings"]
+
+
+class ChannelSettings(BaseModel):
+    """A named web-chat channel beside each person's private conversation (alert answers land here).
+
+    ``members`` entries: ``user:NAME``, ``group:NAME``, or a bare ``NAME`` matching a user name or
+    one of the user's groups (as authenticated from their token). Only members read or post.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    """Channel name (``team-a-alerts``); the alert route's ``channel``."""
+    members: list[str] = Field(default_factory=list)
+    """Who may read and post: users and groups (see above)."""
+
+    def admits(self, user: str, groups: tuple[str, ...]) -> bool:
+        for entry in self.members:
+            kind, _, name = entry.partition(":") if ":" in entry else ("", "", entry)
+            if kind in ("", "user") and name == user:
+                return True
+            if kind in ("", "group") and name in groups:
+                return True
+        return False
 
 
 class GatewaySettings(BaseModel):
@@ -38,6 +62,18 @@ class GatewaySettings(BaseModel):
     """Messages kept per user (oldest dropped first)."""
     history_turns: int = 10
     """Stored turns sent with a job as history when the request carries none."""
+    channels: list[ChannelSettings] = Field(default_factory=list)
+    """Web-chat channels (alert answers, ``alerts on|off|status``)."""
+    channel_max_messages: int = 500
+    """Messages kept per channel (oldest dropped first)."""
+    alerts_timeout: float = 3.0
+    """Seconds to wait for the alerts service to answer ``alerts on|off|status``."""
+
+    def channel(self, name: str) -> ChannelSettings | None:
+        for c in self.channels:
+            if c.name == name:
+                return c
+        return None
 
     def url(self) -> str:
         return self.public_url or f"http://{self.host}:{self.port}"

@@ -1,0 +1,109 @@
+"""Web-chat channels over HTTP: list them, read them, post to them (``alerts on|off|status``).
+
+``GET /v1/channels`` → the caller's channels; ``GET /v1/channels/{channel}/messages`` →
+``{"channel", "messages": [{"id", "author", "text", "created_at", "origin", "html", ...}]}``
+newest last; ``POST /v1/channels/{channel}/messages {"text"}`` stores the message and runs a
+command in it. Members only (``gateway.channels[].members``); others get 403, unknown channels 404.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from sleuth_common.messages import AlertChannelRequest
+from sleuth_gateway.auth import Identity
+from sleuth_gateway.bus import BusError
+from sleuth_gateway.channels import channel_message
+from sleuth_gateway.commands import HELP_TEXT, parse_command
+from sleuth_gateway.errors import ApiError, BadRequest, DependencyUnavailable, NotFound, PayloadTooLarge
+from sleuth_gateway.handlers import _gw, _identify, _json, _read_body
+from sleuth_gateway.render import render_markdown
+from sleuth_gateway.settings import ChannelSettings
+
+log = logging.getLogger(__name__)
+
+__all__ = ["channel_messages", "list_channels", "post_channel_message"]
+
+BOT = "sleuth"
+
+
+class Forbidden(ApiError):
+    status = 403
+
+
+def _member_channel(request: Request, identity: Identity) -> ChannelSettings:
+    name = request.path_params["channel"]
+    channel = _gw(request).settings.gateway.channel(name)
+    if channel is None:
+        raise NotFound(f"there is no channel {name!r}")
+    if not channel.admits(identity.user, identity.groups):
+        raise Forbidden(f"you are not a member of channel {name!r}")
+    return channel
+
+
+def _with_html(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for msg in messages:
+        msg["html"] = render_markdown(str(msg.get("text", "")))
+    return messages
+
+
+async def list_channels(request: Request) -> Response:
+    identity = await _identify(request)
+    channels = [
+        c.name for c in _gw(request).settings.gateway.channels if c.admits(identity.user, identity.groups)
+    ]
+    return _json(request, {"user": identity.user, "channels": channels})
+
+
+async def channel_messages(request: Request) -> Response:
+    identity = await _identify(request)
+    channel = _member_channel(request, identity)
+    messages = await _gw(request).channels.messages(channel.name)
+    return _json(request, {"channel": channel.name, "messages": _with_html(messages)})
+
+
+async def post_channel_message(request: Request) -> Response:
+    gw = _gw(request)
+    cfg = gw.settings.gateway
+    identity = await _identify(request)
+    channel = _member_channel(request, identity)
+    raw = await _read_body(request, cfg.max_body_bytes)
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"malformed JSON: {exc}") from exc
+    text = doc.get("text") if isinstance(doc, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        raise BadRequest('the body must be a JSON object like {"text": "alerts status"}')
+    if len(text) > cfg.question_limit:
+        raise PayloadTooLarge(
+            f"the message is {len(text)} characters long; the limit is {cfg.question_limit}"
+        )
+    posted = [channel_message(text, identity.user)]
+    await gw.channels.append(channel.name, posted[0])
+    command = parse_command(text)
+    reply = ""
+    if command is not None and command.name == "alerts":
+        req = AlertChannelRequest(
+            op=command.arg,
+            channel=f"web:{channel.name}",  # type: ignore[arg-type]
+            user=identity.user,
+            groups=identity.groups,
+        )
+        try:
+            answer = await gw.bus.alerts_command(req, cfg.alerts_timeout)
+        except BusError as exc:
+            raise DependencyUnavailable(f"alerts are unavailable ({exc}); try again shortly") from exc
+        reply = answer.text
+        log.info("alerts command", extra={"user": identity.user, "channel": channel.name, "op": command.arg})
+    elif command is not None and command.name == "help":
+        reply = HELP_TEXT
+    if reply:
+        posted.append(channel_message(reply, BOT, origin="command"))
+        await gw.channels.append(channel.name, posted[1])
+    return _json(request, {"channel": channel.name, "messages": _with_html(posted)})
