@@ -37,11 +37,12 @@ class StackPorts:
     gateway: int = 8080
     authz_metrics: int = 9101
     agent_metrics: int = 9102
+    alerts: int = 8090
 
     @classmethod
     def free(cls) -> StackPorts:
         """Every port chosen free (tests, and several stacks on one machine)."""
-        return cls(*(free_port() for _ in range(7)))
+        return cls(*(free_port() for _ in range(8)))
 
 
 @dataclass
@@ -87,6 +88,10 @@ class Stack:
         return f"http://{self.spec.host}:{self.spec.ports.gateway}"
 
     @property
+    def alerts_url(self) -> str:
+        return f"http://{self.spec.host}:{self.spec.ports.alerts}"
+
+    @property
     def simcluster_url(self) -> str:
         return f"https://{self.spec.host}:{self.spec.ports.simcluster}"
 
@@ -119,6 +124,7 @@ class Stack:
             for i in range(self.spec.agents):
                 self.start_agent(i, env)
             self._service("gateway", "sleuth_gateway", env, health=p.gateway)
+            self._service("alerts", "sleuth_alerts", env, health=p.alerts)
         except BaseException:
             self.stop()
             raise
@@ -169,7 +175,8 @@ class Stack:
                          "cluster_name": self.cluster_name},
             "authz_cache": {"host": h, "metrics_port": p.authz_metrics},
             "agent": {"host": h, "metrics_port": p.agent_metrics},
-            "gateway": {"host": h, "port": p.gateway},
+            "gateway": {"host": h, "port": p.gateway, "channels": self._demo_channels()},
+            "alerts": {"host": h, "port": p.alerts, "routes": self._demo_routes()},
         }
         for key, value in self.spec.extra_config.items():
             if isinstance(value, dict) and isinstance(cfg.get(key), dict):
@@ -177,6 +184,23 @@ class Stack:
             else:
                 cfg[key] = value
         self.config_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+
+    def _demo_routes(self) -> list[dict[str, Any]]:
+        """Route ``team-a`` → channel ``team-a-alerts``, investigating as alice with her groups.
+        No token_env: it accepts unauthenticated posts on loopback (the service warns)."""
+        alice = self.users.get("alice")
+        if not alice:
+            return []
+        groups = list(alice.get("groups") or [])
+        return [{"name": "team-a", "channel": "team-a-alerts", "run_as": {"user": "alice", "groups": groups}}]
+
+    def _demo_channels(self) -> list[dict[str, Any]]:
+        """``team-a-alerts``: alice, her groups and the platform admins (carol)."""
+        alice = self.users.get("alice")
+        if not alice:
+            return []
+        groups = [f"group:{g}" for g in alice.get("groups") or []]
+        return [{"name": "team-a-alerts", "members": ["user:alice", *groups, "group:platform-admins"]}]
 
     def _service(self, name: str, module: str, env: dict[str, str], health: int | None,
                  extra_args: list[str] | None = None) -> ManagedProcess:
@@ -246,6 +270,7 @@ class Stack:
             f"  HTTP API     POST {self.gateway_url}/v1/query   (Authorization: Bearer <token>)",
             f"  cluster      {self.cluster_name} (simulated) at {self.simcluster_url}",
             f"  kube-mcp     {self.kube_mcp_url}",
+            f"  alerts       POST {self.alerts_url}/v1/alertmanager/team-a  (answers in channel #team-a-alerts)",
             f"  logs         {self.logs}/",
             "",
             "Demo users (paste a token into the web chat):",

@@ -99,11 +99,12 @@ def answer(
         ]
     parts += ["", access_note(run_as, marked_by), ""]
     rc = result.root_cause
-    if rc is not None:
+    told = result.answer_markdown
+    if rc is not None and rc.family not in told:
         parts.append(
             f"**Root cause** ({rc.confidence} confidence): `{rc.family}` — {rc.resource}. {rc.summary}".strip()
         )
-    elif result.status != "diagnosed":
+    elif rc is None and result.status != "diagnosed" and not told:
         parts.append(f"**Outcome:** {result.status.replace('_', ' ')}")
     if result.evidence and not any(e.id in result.answer_markdown for e in result.evidence):
         parts += ["", "**Evidence**"]
