@@ -92,3 +92,24 @@ def test_too_large_is_withheld() -> None:
 def test_as_json_shape() -> None:
     out = filter_result(json.dumps([_pod("team-b", "b")]), ALICE)
     assert out.as_json() == {"outcome": "filtered", "result": [], "removed": 1, "reason": out.reason}
+
+
+def test_images_urls_and_paths_are_not_namespace_refs() -> None:
+    # ``bitnami/redis`` under ``image`` is a repository, not namespace "bitnami": the container
+    # stays. The same shape under a plain key still counts as a foreign ns/name reference.
+    pod = {
+        "namespace": "team-a",
+        "name": "api-1",
+        "containers": [
+            {"name": "app", "image": "jfusterm/stress", "imageID": "library/redis@sha256:ab",
+             "volume_mounts": [{"mountPath": "data/cache"}], "args": ["conf/app.yaml"]},
+        ],
+        "images": ["bitnami/redis", "team-b/api"],
+        "related": [{"target": "team-b/pay"}, {"target": "team-a/db"}],
+    }
+    out = filter_result(json.dumps({"items": [pod]}), ALICE)
+    kept = out.data["items"][0]
+    assert kept["containers"][0]["image"] == "jfusterm/stress"
+    assert kept["images"] == ["bitnami/redis", "team-b/api"]
+    assert kept["related"] == [{"target": "team-a/db"}]
+    assert out.removed == 1

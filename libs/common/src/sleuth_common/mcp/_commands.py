@@ -66,6 +66,25 @@ def kubectl_command(tool: str, args: Mapping[str, Any] | None) -> str:
         return f"kubectl describe resourcequota,limitrange{_ns(a)}"
     if tool == "list_nodes":
         return "kubectl get nodes -o wide"
+    if tool == "list_resources":
+        cmd = f"kubectl get {_q(str(a.get('kind', '')).lower())}{_ns(a)}"
+        if a.get("label_selector"):
+            cmd += f" -l {_q(a['label_selector'])}"
+        return cmd + " -o yaml"
+    if tool == "list_storage":
+        kinds = a.get("kinds")
+        kinds_arg = ",".join(kinds) if isinstance(kinds, list | tuple) and kinds else (
+            kinds or "persistentvolumes,storageclasses,ingressclasses")
+        return f"kubectl get {_q(kinds_arg)}"
+    if tool == "analyze_logs":
+        tail = f" --tail={int(a['tail_lines'])}" if a.get("tail_lines") else ""
+        if a.get("label_selector"):
+            return f"kubectl logs{_ns(a)} -l {_q(a['label_selector'])} --all-containers --prefix --timestamps{tail}"
+        kind = str(a.get("kind") or "deployment").lower()
+        return (f"kubectl logs {_q(kind + '/' + str(a.get('workload', '')))}{_ns(a)} --all-pods --all-containers "
+                f"--timestamps{tail}")
+    if tool == "subgraph":
+        return f"kubectl get all,ingress,hpa,pdb,networkpolicy,pvc{_ns(a)} -o wide"
     if tool == "get_resource":
         ns = f" -n {_q(a['namespace'])}" if a.get("namespace") else ""
         return f"kubectl get {_q(str(a.get('kind', '')).lower())} {_q(a.get('name', ''))}{ns} -o yaml"

@@ -86,6 +86,11 @@ def _r(name: str, trigger: str, rest: str, group: int | str = 0,
 
 
 def _assignment_ok(low: str, m: re.Match[str]) -> bool:
+    sep = low[m.end("tail") : m.start("value")]
+    if sep[:1] in "\"'\\" and sep.lstrip("\\\"'")[:1] in " \t" and sep[-1:] not in "\"'":
+        # A quoted name, a space, then a bare word: prose such as Kubernetes' own
+        # `for volume "api-keys" : secret "frontend-api-keys" not found`, not an assignment.
+        return False
     head = _name_before(low, m.start())
     name = low[head : m.end("tail")]
     value = m.group("value")

@@ -72,6 +72,15 @@ _IP = 32  # the value may be an IP address
 _KIND = 64  # "kind"
 _VALUE = 128  # "value" (env name/value pairs)
 _DROP = 256  # per call: the key itself names a foreign namespace / ns/name → drop the entry
+_OPAQUE = 512  # the value has slashes of its own (an image, a URL, a path): never an ns/name ref
+
+# Keys whose string values contain slashes that are not ``namespace/name``: ``bitnami/redis`` is
+# an image, ``/var/lib/data`` a path, ``team-b/api`` under ``image`` is a registry repository.
+_OPAQUE_KEYS = frozenset(
+    {"image", "images", "imageid", "imagename", "imageref", "repository", "repo", "registry", "url", "urls",
+     "uri", "href", "link", "path", "paths", "mountpath", "subpath", "file", "filename", "command",
+     "args", "mediatype", "contenttype", "content_type", "media_type"}
+)
 
 _SIDE_SRC = re.compile(r"^(?:source|src|from|client|local|origin)(?:$|[_\-.A-Z0-9])")
 _SIDE_DST = re.compile(r"^(?:destination|dest|dst|to|server|remote|peer)(?:$|[_\-.A-Z0-9])")
@@ -99,6 +108,8 @@ def _classify_key(key: str) -> int:
         c |= _KIND
     if k == "value":
         c |= _VALUE
+    if k in _OPAQUE_KEYS or k.endswith(("image", "images", "_url", "url", "_path")):
+        c |= _OPAQUE
     return c
 
 
@@ -299,7 +310,7 @@ class _Walk:
                     if v == "Namespace" or v == "Project":
                         is_namespace_kind = True
                 else:
-                    if "/" in v and self.foreign_ref(v):
+                    if "/" in v and not c & _OPAQUE and self.foreign_ref(v):
                         st[s] = _FOREIGN
                     elif c & _IP:
                         ipsides.append((s, v))
@@ -323,6 +334,8 @@ class _Walk:
                     flags |= _NS
                 if c & _IP:
                     flags |= _IP
+                if c & _OPAQUE:
+                    flags |= _OPAQUE
                 if flags & _IP and not flags & _NS:
                     # a list of bare IPs is part of this record (a service's clusterIPs)
                     for item in v:
@@ -383,7 +396,7 @@ class _Walk:
             elif t is str:
                 if flags & _NS:
                     ok = not item or item in allowed
-                elif "/" in item and self.foreign_ref(item):
+                elif "/" in item and not flags & _OPAQUE and self.foreign_ref(item):
                     ok = False
                 elif flags & _IP:
                     ip = _ip_of(item)

@@ -3,30 +3,18 @@ hid (counts only) and which sources did not answer."""
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth_common.mcp import ToolResult
+from sleuth_common.mcp import ToolResult, kubectl_command
 from sleuth_common.messages import Evidence
 
 __all__ = ["EvidenceLog", "command_for"]
 
 
 def command_for(tool: str, args: dict[str, Any]) -> str:
-    """The replayable kubectl command for the tools ``kubectl_command`` does not know yet."""
-    ns = f" -n {shlex.quote(str(args['namespace']))}" if args.get("namespace") else ""
-    if tool == "list_resources":
-        return f"kubectl get {shlex.quote(str(args.get('kind', '')))}{ns} -o yaml"
-    if tool == "list_storage":
-        kinds = args.get("kinds") or ["persistentvolumes", "storageclasses", "ingressclasses"]
-        return f"kubectl get {','.join(kinds)}"
-    if tool == "analyze_logs":
-        sel = args.get("label_selector") or f"<selector of {args.get('workload', '')}>"
-        return f"kubectl logs{ns} -l {shlex.quote(str(sel))} --all-containers --prefix --timestamps"
-    if tool == "subgraph":
-        return f"kubectl get all,ingress,hpa,pdb,networkpolicy,pvc{ns} -o wide"
-    return ""
+    """The replayable kubectl command of a tool call (one table for every investigator)."""
+    return kubectl_command(tool, args)
 
 
 @dataclass
