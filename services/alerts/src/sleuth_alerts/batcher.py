@@ -184,18 +184,21 @@ class Batcher:
             return counts
         now = self.clock()
         for alert in payload.alerts:
-            disp = skip_reason(
+            skipped = skip_reason(
                 alert,
                 skip_alertnames=self.cfg.skip_alertnames,
                 severities=self.cfg.severities,
                 min_severity=self.cfg.min_severity,
             )
-            if disp is None:
+            disp: str
+            if skipped is not None:
+                disp = skipped
+            else:
                 cluster = cluster_of(alert.labels, self.cfg.cluster_labels, self.settings.clusters)
                 ref = alert_ref(alert, fingerprint(alert))
                 disp = await self.store.add(
                     route.target, cluster, ref, now=now, window=self.cfg.window, cooldown=self.cfg.cooldown
-                )  # type: ignore[assignment]
+                )
             counts[disp] = counts.get(disp, 0) + 1
             self.metrics.received.labels(disp).inc()
         return counts

@@ -86,6 +86,10 @@ class Batch:
     meta: dict[str, str] = field(default_factory=dict)
 
 
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _alerts(blob: str) -> tuple[AlertRef, ...]:
     out = []
     for line in blob.split("\n"):
@@ -123,11 +127,11 @@ class Store:
             keys=[new, ctx, f"{self.p}:due", cool],
             args=[alert.fingerprint, alert.model_dump_json(), now, now + window, now + cooldown, ttl_ms, win],
         )
-        return res.decode() if isinstance(res, bytes) else str(res)
+        return _s(res)
 
     async def due_windows(self, now: float) -> list[str]:
         found = await self.redis.zrangebyscore(f"{self.p}:due", "-inf", now)
-        return [w.decode() if isinstance(w, bytes) else w for w in found]
+        return [_s(w) for w in found]
 
     async def close(self, window: str, now: float) -> str | None:
         """Close a due window into a batch (atomic: with several replicas only one closes it).
@@ -148,7 +152,7 @@ class Store:
             return 0
         pipe = self.redis.pipeline(transaction=False)
         for w in windows:
-            pipe.hlen(self._win_keys(w.decode() if isinstance(w, bytes) else w)[0])
+            pipe.hlen(self._win_keys(_s(w))[0])
         return int(sum(await pipe.execute()))
 
     # ------------------------------------------------------------------ batches
@@ -176,19 +180,14 @@ class Store:
         if limit <= 0:
             return []
         found = await self.redis.zrange(f"{self.p}:closed", 0, limit - 1)
-        return [b.decode() if isinstance(b, bytes) else b for b in found]
+        return [_s(b) for b in found]
 
     async def inflight_count(self) -> int:
         return int(await self.redis.zcard(f"{self.p}:inflight"))
 
     async def overdue(self, now: float) -> list[str]:
         found = await self.redis.zrangebyscore(f"{self.p}:inflight", "-inf", now)
-        return [b.decode() if isinstance(b, bytes) else b for b in found]
-
-    async def set_state(self, batch_id: str, state: str, **meta: str) -> None:
-        key = f"{self.p}:batch:{batch_id}"
-        mapping: dict[str, Any] = {"state": state, **{f"meta.{k}": v for k, v in meta.items()}}
-        await self.redis.hset(key, mapping=mapping)
+        return [_s(b) for b in found]
 
     async def submitted(self, batch_id: str, deadline: float, **meta: str) -> None:
         """The job is on the JOBS stream: the batch moves from waiting to in flight."""

@@ -90,8 +90,8 @@ async def post_channel_message(request: Request) -> Response:
     reply = ""
     if command is not None and command.name == "alerts":
         req = AlertChannelRequest(
-            op=command.arg,
-            channel=f"web:{channel.name}",  # type: ignore[arg-type]
+            op=command.arg,  # type: ignore[arg-type]  # parse_command gives only on/off/status
+            channel=f"web:{channel.name}",
             user=identity.user,
             groups=identity.groups,
         )
