@@ -6,12 +6,11 @@ answer, with a line saying why the model did not add to it."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from sleuth_agent.llm._loop import AgentLoop, LoopConfig, LoopResult, ReadRecord
 from sleuth_agent.llm._prompt import grounding, review_text, system_prompt
 from sleuth_agent.metrics import Metrics, MetricsObserver
 from sleuth_agent.settings import Settings
+from sleuth_agent.tools import open_cluster_tools
 from sleuth_common.config import ClusterSettings
 from sleuth_common.llm import (
     ChatMessage,
@@ -35,7 +35,7 @@ from sleuth_common.llm import (
     build_client,
     resolve_llm_settings,
 )
-from sleuth_common.mcp import AuditCallback, ClusterTools
+from sleuth_common.mcp import AuditCallback
 from sleuth_common.messages import Evidence, InvestigationJob, InvestigationResult, ScopeReply
 from sleuth_common.scope import Scope
 
@@ -200,7 +200,7 @@ class LlmInvestigator:
             for cluster in clusters:
                 cscope = Scope.from_cluster_scope(scope.clusters.get(cluster.name))
                 box = await stack.enter_async_context(
-                    _open_tools(cluster, cscope, job, self.settings, on_audit, tools_factory)
+                    open_cluster_tools(cluster, cscope, job, self.settings, on_audit, tools_factory)
                 )
                 boxes.append((cluster.name, box))
             catalog = ToolCatalog.build(boxes, max_tools=a.max_tools, name_limit=self.client.tool_name_limit)
@@ -259,27 +259,6 @@ class _State:
     loop: AgentLoop | None = None
 
 
-@contextlib.asynccontextmanager
-async def _open_tools(
-    cluster: ClusterSettings,
-    scope: Scope,
-    job: InvestigationJob,
-    settings: Settings,
-    on_audit: AuditCallback | None,
-    factory: ToolsFactory | None,
-) -> AsyncIterator[Any]:
-    if factory is not None:
-        async with factory(cluster, scope) as tools:
-            yield tools
-        return
-    async with ClusterTools(
-        cluster,
-        scope,
-        user=job.requester.user,
-        on_audit=on_audit,
-        connect_timeout=settings.agent.connect_timeout,
-    ) as tools:
-        yield tools
 
 
 def _reason(exc: LlmError) -> str:

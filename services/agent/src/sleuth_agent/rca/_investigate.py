@@ -4,12 +4,10 @@ path runs in the agent service and offline (``sleuth investigate``)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
 
 from sleuth_agent.rca._analyse import ClusterOutcome, analyse_cluster
 from sleuth_agent.rca._collect import Toolbox
@@ -17,6 +15,7 @@ from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._plan import alert_target, parse_question, pick_clusters, terms_for_alerts
 from sleuth_agent.rca._report import build_result, simple_result
 from sleuth_agent.settings import Settings
+from sleuth_agent.tools import open_cluster_tools
 from sleuth_common.config import ClusterSettings
 from sleuth_common.mcp import AuditCallback, ClusterTools
 from sleuth_common.messages import InvestigationJob, InvestigationResult, ScopeReply
@@ -129,7 +128,7 @@ async def _investigate(
     extra_unavailable: list[str] = []
     for cluster in clusters:
         cscope = Scope.from_cluster_scope(scope.clusters.get(cluster.name))
-        async with _tools(cluster, cscope, job, settings, on_audit, tools_factory) as tools:
+        async with open_cluster_tools(cluster, cscope, job, settings, on_audit, tools_factory) as tools:
             if isinstance(tools, ClusterTools):
                 extra_unavailable.extend(tools.unavailable)
                 if not any(c.available for c in tools.clients):
@@ -157,24 +156,3 @@ async def _investigate(
     )
 
 
-@contextlib.asynccontextmanager
-async def _tools(
-    cluster: ClusterSettings,
-    scope: Scope,
-    job: InvestigationJob,
-    settings: Settings,
-    on_audit: AuditCallback | None,
-    factory: ToolsFactory | None,
-) -> AsyncIterator[Any]:
-    if factory is not None:
-        async with factory(cluster, scope) as tools:
-            yield tools
-        return
-    async with ClusterTools(
-        cluster,
-        scope,
-        user=job.requester.user,
-        on_audit=on_audit,
-        connect_timeout=settings.agent.connect_timeout,
-    ) as tools:
-        yield tools
