@@ -136,14 +136,30 @@ async def test_audit_event_counts_not_names(settings_factory, fake_backend, dead
 
 
 async def test_scope_answers_when_redis_is_down(settings_factory, fake_backend, dead_redis_url):
-    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+    # cache_ttl 0.2 s: the per-process front cache holds a scope no longer than that.
+    async with running(settings_factory(dead_redis_url, cache_ttl=0.2), fake_backend) as bus:
         first = await bus.scope("alice", ("team-a",))
         second = await bus.scope("alice", ("team-a",))
+        await asyncio.sleep(0.3)
+        third = await bus.scope("alice", ("team-a",))
         assert bus.counter("sleuth_authz_cache_errors_total", op="get") >= 1
 
     assert first.clusters["demo"].namespaces == ("team-a",) == second.clusters["demo"].namespaces
-    assert not second.cached
-    assert fake_backend.resolutions("demo") == 2  # no cache: resolved each time, never widened
+    assert third.clusters["demo"].namespaces == ("team-a",)
+    assert not first.cached and second.cached and not third.cached
+    # Redis down: resolved from the cluster, held only by the short local cache, never widened.
+    assert fake_backend.resolutions("demo") == 2
+
+
+async def test_invalidate_drops_the_local_copy_too(settings_factory, fake_backend, dead_redis_url):
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        await bus.scope("alice", ("team-a",))
+        assert (await bus.scope("alice", ("team-a",))).cached
+        await bus.invalidate("alice")
+        after = await bus.scope("alice", ("team-a",))
+
+    assert not after.cached
+    assert fake_backend.resolutions("demo") == 2
 
 
 async def test_concurrent_misses_collapse_into_one_resolution(settings_factory, fake_backend, dead_redis_url):

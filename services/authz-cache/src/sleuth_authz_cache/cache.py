@@ -7,6 +7,10 @@ token is ever stored):
 - ``P:authz:user:<sha256(user)>`` → set of that user's scope keys (for invalidation), same TTL
 - ``P:authz:token:<sha256(token)>`` → ``{"user", "groups"}``, TTL ``authz_cache.token_cache_ttl``
 
+In front of Redis sits a small per-process cache with a short TTL (``_LOCAL_TTL`` seconds at
+most): a hot user's lookups cost no Redis round trip. ``invalidate`` reaches every replica (the
+invalidate subject is not a queue group), so each drops its own copy too.
+
 Every method fails open on the *cache only*: a Redis error is logged, counted, and reported as a
 miss (or a no-op); the caller then resolves from the backends. After an error Redis is skipped for
 a few seconds, so an unreachable Redis costs one timeout per window, not one per request.
@@ -31,6 +35,8 @@ log = logging.getLogger(__name__)
 __all__ = ["ScopeCache", "normalize_groups"]
 
 _BACKOFF_SECONDS = 5.0
+_LOCAL_TTL = 2.0
+_LOCAL_MAX = 10_000
 
 
 def _h(text: str) -> str:
@@ -50,6 +56,8 @@ class ScopeCache:
         self._token_ttl_ms = int(token_ttl * 1000)
         self._metrics = metrics
         self._skip_until = 0.0
+        self._local_ttl = min(ttl, _LOCAL_TTL)
+        self._local: dict[str, tuple[float, ScopeReply]] = {}
 
     def scope_key(self, user: str, groups: tuple[str, ...]) -> str:
         return f"{self._prefix}:authz:scope:{_h(user)}:{_h(chr(10).join(normalize_groups(groups)))}"
@@ -63,7 +71,14 @@ class ScopeCache:
     # -- scopes -------------------------------------------------------------------------------
 
     async def get_scope(self, key: str) -> ScopeReply | None:
-        if self._ttl_ms <= 0 or self._skipping():
+        if self._ttl_ms <= 0:
+            return None
+        hit = self._local.get(key)
+        if hit is not None:
+            if hit[0] > time.monotonic():
+                return hit[1]
+            del self._local[key]
+        if self._skipping():
             return None
         try:
             raw = await self._redis.get(key)
@@ -73,13 +88,25 @@ class ScopeCache:
         if raw is None:
             return None
         try:
-            return ScopeReply.model_validate_json(raw)
+            reply = ScopeReply.model_validate_json(raw)
         except ValueError:
             log.warning("discarding an unreadable cached scope")
             return None
+        self._remember(key, reply)
+        return reply
+
+    def _remember(self, key: str, reply: ScopeReply) -> None:
+        if self._local_ttl <= 0:
+            return
+        if len(self._local) >= _LOCAL_MAX:
+            self._local.clear()
+        self._local[key] = (time.monotonic() + self._local_ttl, reply)
 
     async def put_scope(self, key: str, user: str, reply: ScopeReply) -> None:
-        if self._ttl_ms <= 0 or self._skipping():
+        if self._ttl_ms <= 0:
+            return
+        self._remember(key, reply)
+        if self._skipping():
             return
         user_key = self._user_key(user)
         try:
@@ -93,6 +120,9 @@ class ScopeCache:
 
     async def invalidate(self, user: str) -> int:
         """Delete every cached scope of ``user`` (all group sets). Returns how many were cached."""
+        mine = self.scope_key(user, ()).rsplit(":", 1)[0] + ":"
+        for key in [k for k in self._local if k.startswith(mine)]:
+            del self._local[key]
         user_key = self._user_key(user)
         try:
             keys = await self._redis.smembers(user_key)
