@@ -94,3 +94,39 @@ async def test_sign_in_ask_and_conversations_stay_private(start_stack, chromium)
             assert dialogs == []
         finally:
             await browser.close()
+
+
+async def test_channels_show_alert_posts_to_members_only(start_stack, chromium):
+    from playwright.async_api import async_playwright, expect
+
+    from sleuth_common.messages import ChatPost
+
+    channels = [{"name": "team-a-alerts", "members": ["group:team-a"]}]
+    async with start_stack(channels=channels) as s, async_playwright() as pw:
+        post = ChatPost(
+            id="alert-1", target="web:team-a-alerts", text="### Alerts on cluster **demo**: 1 new"
+        )
+        await s.nc.jetstream().publish(s.subjects.chat_outbound, post.to_bytes())
+        browser = await pw.chromium.launch(executable_path=str(chromium), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page()
+            await page.goto(s.url + "/")
+            await page.fill("#token", "t-alice")
+            await page.click("#signin")
+            await page.click("#channels button[data-channel='team-a-alerts']")
+            await expect(page.locator("#channel-messages h3")).to_contain_text("Alerts on cluster demo")
+            await expect(page.locator("#question")).to_be_hidden()
+            await page.click("#channels button[data-channel='']")
+            await expect(page.locator("#question")).to_be_visible()
+
+            # Signing out clears the channel; bob is no member and sees no channel at all.
+            await page.click("#channels button[data-channel='team-a-alerts']")
+            await page.click("#signout")
+            await expect(page.locator("#channel-messages li")).to_have_count(0)
+            await page.fill("#token", "t-bob")
+            await page.click("#signin")
+            await expect(page.locator("#whoami")).to_contain_text("signed in as bob")
+            await expect(page.locator("#channels")).to_be_hidden()
+            await expect(page.locator("#channel-view")).to_be_hidden()
+        finally:
+            await browser.close()
