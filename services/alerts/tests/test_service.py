@@ -76,6 +76,7 @@ async def test_one_window_one_investigation_per_cluster_and_cooldown(start_alert
         assert "oom_killed" in demo.text and "E01" in demo.text
         outside = by_cluster["prod-1"].text
         assert "outside **alice**" in outside and "frontend" not in outside
+        assert "no cluster named prod-1" in outside
 
         # The same alerts again within the cooldown: ride along, nothing new, nothing posted.
         again = payload(alert(), alert(pod="payments-worker-5c6d7e8f9a-mt4zq"), alert(pod="new-pod-1"))

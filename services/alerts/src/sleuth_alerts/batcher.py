@@ -261,14 +261,19 @@ class Batcher:
         visible = [a for a in batch.new if in_scope(a, batch.cluster, scope)]
         ctx = [a for a in batch.ctx if in_scope(a, batch.cluster, scope)]
         hidden = len(batch.new) - len(visible)
+        known = {c.name for c in self.settings.clusters}
         if not visible:
             text = compose.outside_access(
-                batch.cluster, hidden, len(ctx), run_as=who.user, marked_by=marked_by
+                batch.cluster,
+                hidden,
+                len(ctx),
+                run_as=who.user,
+                marked_by=marked_by,
+                unknown_cluster=bool(batch.cluster) and batch.cluster not in known,
             )
             await self._post(batch, text, "outside_access")
             return
         asked = visible[: self.cfg.max_per_window]
-        known = {c.name for c in self.settings.clusters}
         job = InvestigationJob(
             id=batch.id,
             origin="alert",

@@ -114,7 +114,9 @@ def answer(
     return "\n".join(parts).strip() + "\n"
 
 
-def outside_access(cluster: str, hidden: int, ctx: int, *, run_as: str, marked_by: str) -> str:
+def outside_access(
+    cluster: str, hidden: int, ctx: int, *, run_as: str, marked_by: str, unknown_cluster: bool = False
+) -> str:
     """Every new alert concerns something the identity cannot read: say so without naming it."""
     who = f"**{run_as}**" + (" (who said `alerts on` here)" if marked_by else " (this route's identity)")
     return (
@@ -123,6 +125,11 @@ def outside_access(cluster: str, hidden: int, ctx: int, *, run_as: str, marked_b
         f"outside {who}'s access, so Sleuth did not investigate and does not show "
         f"{'it' if hidden == 1 else 'them'} here. Someone with access to them can say `alerts on` in "
         "this channel, or route them to a channel of the team that owns them.\n"
+        + (
+            f"\nSleuth has no cluster named {cluster} in its configuration (`clusters`).\n"
+            if unknown_cluster
+            else ""
+        )
     )
 
 
