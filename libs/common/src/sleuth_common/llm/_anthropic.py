@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anthropic
 import httpx2
 
 from sleuth_common.llm._base import LlmClient, status_error
@@ -40,6 +39,9 @@ class AnthropicClient(LlmClient):
         s = self.settings
         key = s.api_key()
         self._http = httpx2.AsyncClient(timeout=httpx2.Timeout(s.timeout, connect=s.connect_timeout))
+        import anthropic  # ~1 s to import: only when a model is configured
+
+        self._anthropic = anthropic
         self._sdk = anthropic.AsyncAnthropic(
             # An endpoint without auth (a local proxy) still needs some key for the SDK.
             api_key=key.get_secret_value() if key else "none",
@@ -80,17 +82,17 @@ class AnthropicClient(LlmClient):
                 return acc.finish()
         except LlmError:
             raise
-        except anthropic.APIStatusError as exc:
+        except self._anthropic.APIStatusError as exc:
             status = exc.status_code
             if status < 400:
                 # An `event: error` inside a 200 stream (overloaded, api_error ...).
                 raise LlmRetryableError(f"stream error: {_short(exc)}", status=529) from exc
             raise status_error(status, _short(exc), exc.response.headers.get("retry-after")) from exc
-        except anthropic.APIConnectionError as exc:
+        except self._anthropic.APIConnectionError as exc:
             raise LlmRetryableError(f"network: {_short(exc)}") from exc
         except (httpx2.TransportError, ValueError) as exc:
             raise LlmRetryableError(f"network: {type(exc).__name__}: {exc}") from exc
-        except anthropic.AnthropicError as exc:
+        except self._anthropic.AnthropicError as exc:
             raise LlmError(f"{type(exc).__name__}: {_short(exc)}") from exc
 
     def _from_json(self, body: Any) -> LlmResponse:
