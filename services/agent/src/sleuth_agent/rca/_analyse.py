@@ -332,7 +332,7 @@ def _variables(obs: WorkloadObservation, match: Match | None) -> dict[str, str]:
         "image": (c.image if c else "") or "?",
         "waiting_reason": facts.waiting_reason[0] if facts.waiting_reason else (c.reason if c and c.reason else "not ready"),
         "event_message": facts.event_message[0] if facts.event_message else "",
-        "log_line": facts.log[0] if facts.log else (facts.termination_message[0] if facts.termination_message else "(no error line in the logs)"),
+        "log_line": (facts.exception or facts.log or facts.termination_message or ["(no error line in the logs)"])[0],
         "termination_message": facts.termination_message[0] if facts.termination_message else "",
         "replicas": str(w.replicas if w and w.replicas is not None else "?"),
         "updated": str(w.updated if w and w.updated is not None else "?"),
@@ -382,6 +382,7 @@ _DERIVED_KEYS = {
     "network_policy_blocked": ("netpol",),
     "probe_failure": ("probe",),
     "dependency_unreachable": ("dependency",),
+    "missing_config": ("env_missing", "env_unconfirmed"),
 }
 
 

@@ -9,7 +9,14 @@ from typing import Any
 
 from sleuth_agent.rca._records import ContainerView, EventView, PodView, WorkloadView
 
-__all__ = ["Facts", "WorkloadObservation", "error_lines", "next_memory_limit"]
+__all__ = [
+    "Facts",
+    "WorkloadObservation",
+    "error_lines",
+    "exception_lines",
+    "missing_env_names",
+    "next_memory_limit",
+]
 
 _ERROR_LINE = re.compile(
     r"\b(error|err|fatal|exception|panic|traceback|refused|failed|failure|oomkilled|out of memory|killed|"
@@ -17,18 +24,129 @@ _ERROR_LINE = re.compile(
     r"no space left|not known|no reachable host|expired|undefined|not found|throttl\w*)\b",
     re.IGNORECASE,
 )
+# The final line of a stack trace: ``ValueError: bad``, ``pkg.mod.CustomError: x``, ``KeyError: 'X'``,
+# ``java.lang.IllegalStateException: x``, ``ModuleNotFoundError: No module named 'x'``.
+_EXCEPTION_LINE = re.compile(
+    r"^(?:Exception in thread \S+ )?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception|Exit|Interrupt|Fault|Failure)"
+    r"(?::\s*\S.*|\s*)$"
+)
+_CAUSED_BY = re.compile(r"^Caused by:\s*(\S.*)$")
+_GO_PANIC = re.compile(r"^(?:panic|fatal error):\s*\S.*$")
+_FRAME = re.compile(
+    r"^(?:\s+\S|File \"|at [\w$.<>]+\(|\.\.\. \d+ (?:more|common frames)|goroutine \d+ |\^+$|~+\^*$|"
+    r"During handling of the above exception|The above exception was the direct cause|Traceback \(most recent)"
+)
 _INFO_JSON = re.compile(r'"level"\s*:\s*"(info|debug)"', re.IGNORECASE)
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+Z?\s+")
 
 
+def _strip(line: str) -> str:
+    return _TIMESTAMP.sub("", line).rstrip()
+
+
 def error_lines(text: str, limit: int = 5) -> list[str]:
-    """The last ``limit`` lines of a log that read like errors, timestamps stripped."""
-    found = [
-        _TIMESTAMP.sub("", ln).strip()
-        for ln in text.splitlines()
-        if _ERROR_LINE.search(ln) and not _INFO_JSON.search(ln)
-    ]
-    return [ln[:300] for ln in found if ln][-limit:]
+    """The last ``limit`` lines of a log that read like errors, timestamps stripped. The final
+    line of a stack trace (``KeyError: 'X'``, ``Caused by: ...``) counts as an error line."""
+    found = []
+    for raw in text.splitlines():
+        ln = _strip(raw).strip()
+        if not ln or _INFO_JSON.search(ln):
+            continue
+        if _ERROR_LINE.search(ln) or _EXCEPTION_LINE.match(ln) or _CAUSED_BY.match(ln) or _GO_PANIC.match(ln):
+            found.append(ln)
+    return [ln[:300] for ln in found][-limit:]
+
+
+def exception_lines(text: str, limit: int = 5) -> list[str]:
+    """The lines that carry the real exception of each stack trace in a log, newest last.
+
+    A Python traceback ends with ``ExceptionName: message`` after its indented frames; a Java
+    trace's deepest ``Caused by:`` is its root cause; a Go crash starts with ``panic:`` (or
+    ``fatal error:``). A lone ``SomeError: message`` line counts too. The first error-looking line
+    before a traceback (``Exception in worker process``) is only its announcement."""
+    lines = [_strip(ln) for ln in text.splitlines()]
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        ln = lines[i].strip()
+        if ln.startswith("Traceback (most recent call last)"):
+            j = i + 1
+            while j < len(lines) and (not lines[j].strip() or _FRAME.match(lines[j]) or lines[j].startswith((" ", "\t"))):
+                j += 1
+            if j < len(lines) and _EXCEPTION_LINE.match(lines[j].strip()):
+                out.append(lines[j].strip())
+                # Chained exceptions: a later block in the same trace supersedes this one.
+                k = j + 1
+                while k < len(lines) and not lines[k].strip():
+                    k += 1
+                if k < len(lines) and lines[k].strip().startswith(("During handling", "The above exception")):
+                    out.pop()
+            i = j + 1
+            continue
+        if _GO_PANIC.match(ln):
+            out.append(ln)
+        elif _EXCEPTION_LINE.match(ln) and not ln.startswith("Exception in thread"):
+            # A Java trace: the deepest "Caused by:" below it is the root cause.
+            j, cause = i + 1, ""
+            while j < len(lines) and (_FRAME.match(lines[j]) or _CAUSED_BY.match(lines[j].strip())):
+                m = _CAUSED_BY.match(lines[j].strip())
+                if m:
+                    cause = m.group(1)
+                j += 1
+            out.append(cause or ln)
+            i = j
+            continue
+        elif ln.startswith("Exception in thread"):
+            j, cause = i + 1, ""
+            while j < len(lines) and (_FRAME.match(lines[j]) or _CAUSED_BY.match(lines[j].strip())):
+                m = _CAUSED_BY.match(lines[j].strip())
+                if m:
+                    cause = m.group(1)
+                j += 1
+            out.append(cause or ln)
+            i = j
+            continue
+        i += 1
+    out = [x[:300] for x in dict.fromkeys(out)]
+    return out[-limit:]
+
+
+_ENV_NAME = r"[A-Z][A-Z0-9_]{1,63}"
+_MISSING_ENV = (
+    # Python: os.environ["X"] raises KeyError: 'X'
+    re.compile(rf"^KeyError: ['\"]({_ENV_NAME})['\"]\s*$"),
+    re.compile(
+        rf"(?:environment variable|env(?:ironment)? var(?:iable)?|\benv\b)s?:?\s+['\"`]?({_ENV_NAME})['\"`]?"
+        r"\s+(?:is\s+|was\s+)?(?:not set|unset|undefined|missing|required|empty|not defined|not provided)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        rf"(?:missing|required|undefined|unset)\s+(?:required\s+)?(?:environment variable|env(?:ironment)? var(?:iable)?|env|config(?:uration)?(?: key)?)s?"
+        rf"[:=\s]+['\"`]?({_ENV_NAME})\b",
+        re.IGNORECASE,
+    ),
+    re.compile(rf"required key ['\"]?({_ENV_NAME})['\"]? missing value"),
+    re.compile(rf"\b({_ENV_NAME}) (?:environment variable )?(?:is )?(?:not set|undefined|unset|required|missing)\b"),
+)
+
+
+def missing_env_names(text: str) -> list[str]:
+    """Environment variable names a log says are missing (``KeyError: 'X'`` from os.environ,
+    ``environment variable X is not set``, ``missing required env: X``...), in order of first
+    mention. Only upper-case names count: that is what environment variables look like."""
+    names: list[str] = []
+    environ_access = bool(re.search(r"os\.environ\[|getenv|process\.env|environ", text))
+    for raw in text.splitlines():
+        ln = _strip(raw).strip()
+        for i, rx in enumerate(_MISSING_ENV):
+            m = rx.search(ln)
+            if not m:
+                continue
+            if i == 0 and not environ_access:
+                continue  # a KeyError on a dict, not on the environment
+            names.append(m.group(1))
+            break
+    return list(dict.fromkeys(names))
 
 
 _UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "K": 10**3, "M": 10**6, "G": 10**9, "k": 10**3}
@@ -122,6 +240,7 @@ class Facts:
     workload_condition: list[str] = field(default_factory=list)  # "Type=Status Reason: message"
     workload_kind: list[str] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
+    exception: list[str] = field(default_factory=list)  # the final exception line of each stack trace
     alert: list[str] = field(default_factory=list)
     derived: dict[str, list[str]] = field(default_factory=dict)
     max_restarts: int = 0
@@ -143,6 +262,7 @@ class Facts:
             for (_pod, _container, previous), text in obs.logs.items():
                 if not previous:
                     f.log.extend(error_lines(text, limit=20))
+                    f.exception.extend(reversed(exception_lines(text)))  # newest first
             f.alert.extend(obs.alerts)
             f.derived = {k: list(v) for k, v in obs.derived.items()}
             return f
@@ -191,6 +311,7 @@ class Facts:
                 f.workload_condition.append("Paused=True DeploymentPaused: the Deployment is paused")
         for (_pod, _container, _previous), text in sorted(obs.logs.items(), key=lambda kv: not kv[0][2]):
             f.log.extend(error_lines(text, limit=20))
+            f.exception.extend(reversed(exception_lines(text)))  # newest first
         f.alert.extend(obs.alerts)
         f.derived = {k: list(v) for k, v in obs.derived.items()}
         return f

@@ -72,6 +72,9 @@ class ContainerView:
     init: bool = False
     readiness_probe: dict[str, Any] = field(default_factory=dict)
     liveness_probe: dict[str, Any] = field(default_factory=dict)
+    env_names: tuple[str, ...] = ()  # names only, never values
+    env_from: tuple[tuple[str, str, str], ...] = ()  # (configmap|secret, name, prefix)
+    startup_probe: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, c: dict[str, Any], spec: dict[str, Any] | None = None, init: bool = False) -> ContainerView:
@@ -114,7 +117,30 @@ class ContainerView:
             init=init,
             readiness_probe=_probe(_get(c, "readiness_probe", default=None) or _get(spec, "readinessProbe", default=None)),
             liveness_probe=_probe(_get(c, "liveness_probe", default=None) or _get(spec, "livenessProbe", default=None)),
+            env_names=_env_names(_get(c, "env", default=None) or _get(spec, "env", default=None)),
+            env_from=_env_from(_get(c, "env_from", default=None) or _get(spec, "envFrom", default=None)),
+            startup_probe=_probe(_get(c, "startup_probe", default=None) or _get(spec, "startupProbe", default=None)),
         )
+
+
+def _env_names(env: Any) -> tuple[str, ...]:
+    if not isinstance(env, list):
+        return ()
+    return tuple(str(e.get("name")) for e in env if isinstance(e, dict) and e.get("name"))
+
+
+def _env_from(env_from: Any) -> tuple[tuple[str, str, str], ...]:
+    """envFrom sources as (configmap|secret, name, prefix), from kube-mcp's or the API's shape."""
+    out = []
+    for e in env_from if isinstance(env_from, list) else []:
+        if not isinstance(e, dict):
+            continue
+        prefix = str(e.get("prefix") or "")
+        if e.get("config_map") or isinstance(e.get("configMapRef"), dict):
+            out.append(("configmap", str(e.get("config_map") or e["configMapRef"].get("name") or ""), prefix))
+        elif e.get("secret") or isinstance(e.get("secretRef"), dict):
+            out.append(("secret", str(e.get("secret") or e["secretRef"].get("name") or ""), prefix))
+    return tuple(out)
 
 
 def _probe(p: Any) -> dict[str, Any]:
@@ -163,6 +189,7 @@ class PodView:
     node_selector: tuple[tuple[str, str], ...] = ()
     labels: tuple[tuple[str, str], ...] = ()
     service_account: str = ""
+    image_pull_secrets: tuple[str, ...] | None = None  # None: the record does not say (list_pods)
 
     @classmethod
     def parse(cls, p: dict[str, Any]) -> PodView:
@@ -254,6 +281,7 @@ class PodView:
             service_account=str(
                 _get(p, "service_account", default="") or _get(spec, "serviceAccountName", default="") or ""
             ),
+            image_pull_secrets=_pull_secrets(p, spec),
         )
 
     @property
@@ -284,6 +312,19 @@ class PodView:
         if kind:
             return (kind, name)
         return ("Pod", self.name)
+
+
+def _pull_secrets(p: dict[str, Any], spec: Any) -> tuple[str, ...] | None:
+    """imagePullSecrets by name; ``None`` when the record cannot say (a list_pods summary)."""
+    if "image_pull_secrets" in p:
+        return tuple(str(x) for x in p.get("image_pull_secrets") or [])
+    if isinstance(spec, dict) and spec:
+        return tuple(
+            str(x.get("name")) for x in spec.get("imagePullSecrets") or [] if isinstance(x, dict) and x.get("name")
+        )
+    if any(k in p for k in ("restart_policy", "service_account", "volumes", "tolerations")):  # kube-mcp's get_pod record leaves out empty fields
+        return ()
+    return None
 
 
 @dataclass(frozen=True)

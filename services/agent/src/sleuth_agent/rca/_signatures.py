@@ -99,6 +99,7 @@ def holds(matcher: Mapping[str, Any], facts: Facts) -> bool:
             "waiting_message",
             "condition_message",
             "log",
+            "exception",
             "termination_message",
             "pod_message",
             "workload_condition",
