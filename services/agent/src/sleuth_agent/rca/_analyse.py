@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from sleuth_agent.rca._collect import Collected, Details, Toolbox, collect_details, collect_namespaces
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._followups import FollowUps, service_findings
-from sleuth_agent.rca._observe import WorkloadObservation, error_lines, next_memory_limit
+from sleuth_agent.rca._observe import WorkloadObservation, clip, error_lines, next_memory_limit
 from sleuth_agent.rca._plan import AlertTarget, QuestionTerms, mentions, resolve_names
 from sleuth_agent.rca._records import PodView, items_of
 from sleuth_agent.rca._signatures import Match, load_catalog, match_all
@@ -361,6 +361,16 @@ def _variables(obs: WorkloadObservation, match: Match | None) -> dict[str, str]:
             kind = {"secret": "secret", "config_map": "configmap"}.get(types.get(v["missing_name"], ""), "configmap or secret")
             v["missing_kind"] = kind
         v["missing"] = v.get("missing", "").replace("[REDACTED]", kind)
+    if match is not None and match.signature.family == "image_pull":
+        v.setdefault("pull_cause", v.get("pull_error") or "see the pull events")
+        v.setdefault(
+            "pull_action_text",
+            f"Check that the image {v['image']} exists and the node can reach the registry (and has pull "
+            "credentials); then set a valid image.",
+        )
+        v.setdefault(
+            "pull_action_command", f"kubectl set image {v['kind_lower']}/{v['workload']} {v['container']}=<image:tag> -n {v['namespace']}"
+        )
     if "endpoint" in v:
         v["endpoint_host"], v["endpoint_port"] = _split_endpoint(v["endpoint"])
     else:
@@ -383,6 +393,7 @@ _DERIVED_KEYS = {
     "probe_failure": ("probe",),
     "dependency_unreachable": ("dependency",),
     "missing_config": ("env_missing", "env_unconfirmed"),
+    "image_pull": ("pull",),
 }
 
 
@@ -412,9 +423,9 @@ def _cite(log: EvidenceLog, obs: WorkloadObservation, det: Details | None, findi
             if c.cpu_limit and finding.family == "cpu_throttled":
                 hl.append(f"limits.cpu={c.cpu_limit}")
             if c.state == "waiting" and c.message:
-                hl.append(c.message[:160])
+                hl.append(clip(c.message, 180))
             if c.last_message:
-                hl.append(c.last_message[:160])
+                hl.append(clip(c.last_message, 180))
         for ctype, status, _r, msg in pod.conditions:
             if ctype == "PodScheduled" and status != "True" and msg:
                 hl.append(msg[:160])
@@ -426,12 +437,12 @@ def _cite(log: EvidenceLog, obs: WorkloadObservation, det: Details | None, findi
     if det is not None and det.events is not None and det.events.ok:
         mine = [e for e in warn if pod is None or e.object_name in (pod.name, obs.name)] or warn
         summary = f"{len(mine)} warning event(s) for {pod.name if pod else obs.name}"
-        ids.append(log.cite(det.events, summary, [f"{e.reason}: {e.message[:140]}" for e in mine[:3]]))
+        ids.append(log.cite(det.events, summary, [f"{e.reason}: {clip(e.message, 180)}" for e in mine[:3]]))
     elif warn:
         ns_events = [r for r in log_results(log, "list_events", obs.namespace)]
         if ns_events:
             ids.append(
-                log.cite(ns_events[0], f"{len(warn)} warning event(s) about {obs.name}", [f"{e.reason}: {e.message[:140]}" for e in warn[:3]])
+                log.cite(ns_events[0], f"{len(warn)} warning event(s) about {obs.name}", [f"{e.reason}: {clip(e.message, 180)}" for e in warn[:3]])
             )
     if det is not None:
         for result, label in ((det.previous_log, "previous"), (det.current_log, "current")):

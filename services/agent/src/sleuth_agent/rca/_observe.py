@@ -12,10 +12,12 @@ from sleuth_agent.rca._records import ContainerView, EventView, PodView, Workloa
 __all__ = [
     "Facts",
     "WorkloadObservation",
+    "clip",
     "error_lines",
     "exception_lines",
     "missing_env_names",
     "next_memory_limit",
+    "pull_cause",
 ]
 
 _ERROR_LINE = re.compile(
@@ -147,6 +149,56 @@ def missing_env_names(text: str) -> list[str]:
             names.append(m.group(1))
             break
     return list(dict.fromkeys(names))
+
+
+def clip(text: str, limit: int = 160) -> str:
+    """Shorten ``text`` keeping its start and its end (the cause of a wrapped error is at its end)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 5
+    return f"{text[:head]} … {text[-(limit - head - 3):]}"
+
+
+# Why an image pull failed, by kind. containerd wraps the cause: it is at the END of the message.
+_PULL_CAUSES = (
+    ("auth", re.compile(r"\b40[13] (?:Unauthorized|Forbidden)\b|\bunauthorized\b|authentication required|"
+                        r"pull access denied|\bdenied: |insufficient_scope|no basic auth credentials", re.IGNORECASE)),
+    ("rate_limited", re.compile(r"\b429 Too Many Requests\b|toomanyrequests", re.IGNORECASE)),
+    ("not_found", re.compile(r"manifest unknown|\bnot found\b|404 Not Found|repository does not exist|name unknown",
+                             re.IGNORECASE)),
+    ("dns", re.compile(r"no such host|server misbehaving", re.IGNORECASE)),
+    ("network", re.compile(r"i/o timeout|connection refused|context deadline exceeded|TLS handshake timeout|"
+                           r"network is unreachable|no route to host", re.IGNORECASE)),
+    ("tls", re.compile(r"x509: [^:]{0,80}", re.IGNORECASE)),
+    ("platform", re.compile(r"no match for platform in manifest|exec format error", re.IGNORECASE)),
+    ("invalid", re.compile(r"InvalidImageName|invalid reference format", re.IGNORECASE)),
+)
+
+
+def pull_cause(message: str) -> tuple[str, str]:
+    """(kind, phrase) of an image pull failure: the cause found LAST in the message (the
+    innermost error containerd wrapped), with the segment that carries it; ("", "") if none."""
+    text = " ".join(message.split())
+    best: tuple[int, str, int] | None = None
+    for kind, rx in _PULL_CAUSES:
+        for m in rx.finditer(text):
+            if best is None or m.end() > best[0]:
+                best = (m.end(), kind, m.start())
+    if best is None:
+        return "", ""
+    end, kind, start = best
+    seg_start = text.rfind(": ", 0, start)
+    seg_start = 0 if seg_start < 0 else seg_start + 2
+    segment = text[seg_start:].strip().rstrip("'\"")
+    if len(segment) < 30 and seg_start > 0:
+        prev = text.rfind(": ", 0, seg_start - 2)
+        segment = text[(prev + 2 if prev >= 0 else 0) :].strip().rstrip("'\"")
+    if len(segment) > 80:
+        # A long segment is mostly a URL or a reference: keep the cause and where it came from.
+        url = re.search(r"https?://([^/\s:]+)", segment)
+        segment = text[start:end] + (f" from {url.group(1)}" if url else "")
+    return kind, segment
 
 
 _UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "K": 10**3, "M": 10**6, "G": 10**9, "k": 10**3}
