@@ -387,6 +387,8 @@ _DERIVED_KEYS = {
     "service_no_endpoints": ("service",),
     "node_not_ready": ("node", "node_access"),
     "pvc_pending": ("pvc",),
+    "unschedulable_constraints": ("pvc_wait",),
+    "unschedulable_resources": ("pvc_wait",),
     "quota_exceeded": ("quota",),
     "disk_full": ("volume",),
     "network_policy_blocked": ("netpol",),

@@ -82,6 +82,8 @@ class FollowUps:
         self.timeout = timeout
         self.cluster_wide = cluster_wide
         self._cache: dict[tuple[str, str], Any] = {}
+        self._binding_modes: dict[str, str] = {}
+        self._default_class = ""
 
     async def _read(self, tool: str, args: dict[str, Any]) -> Any:
         key = (tool, repr(sorted(args.items())))
@@ -288,11 +290,26 @@ class FollowUps:
                 obs.derive("volume", f"Volume {vol} is PersistentVolumeClaim {source}: {size}, StorageClass {sc or 'default'}.")
                 obs.cites.append((r, f"PersistentVolumeClaim {source}: Bound, {size}", [f"{source}: {size}", f"storageClassName={sc}"]))
                 continue
-            why = [e.message for e in self.got.events.get(obs.namespace, []) if e.object_name == source and e.type == "Warning"]
+            about = [e for e in self.got.events.get(obs.namespace, []) if e.object_name == source]
+            why = [e.message for e in about if e.type == "Warning"]
             text = f"PersistentVolumeClaim {source} is {phase or 'not bound'} (StorageClass {sc or 'default'}, {size or '?'} requested)"
             if why:
                 text += f": {why[0]}"
             classes = await self._storage_classes()
+            waits = any(
+                e.reason == "WaitForFirstConsumer" or "waiting for first consumer" in e.message.lower() for e in about
+            ) or self._binding_modes.get(sc or self._default_class, "") == "WaitForFirstConsumer"
+            failed = any(e.reason in ("ProvisioningFailed", "ExternalProvisioning") and e.type == "Warning" for e in about)
+            if phase == "Pending" and waits and not why and not failed:
+                # The claim is provisioned once its pod is scheduled: it waits for the pod, not the reverse.
+                obs.derive(
+                    "pvc_wait",
+                    f"PersistentVolumeClaim {source} is Pending only because StorageClass {sc or 'default'} binds on "
+                    "first consumer (WaitForFirstConsumer): its volume is created once the pod is scheduled, so the "
+                    "pod's scheduling failure is the cause, not the storage.",
+                )
+                obs.cites.append((r, f"PersistentVolumeClaim {source}: Pending (WaitForFirstConsumer)", [f"{source}: Pending", f"storageClassName={sc}", "waiting for first consumer to be created before binding"]))
+                continue
             if classes is not None:
                 names = [c.split(" ")[0] for c in classes]
                 obs.variables["storage_classes"] = ", ".join(classes) or "none"
@@ -310,6 +327,9 @@ class FollowUps:
         out = []
         for c in items_of(r.data, "items"):
             out.append(f"{c.get('name')}{' (default)' if c.get('default') else ''}")
+            self._binding_modes[str(c.get("name"))] = str(c.get("volume_binding_mode") or "")
+            if c.get("default"):
+                self._default_class = str(c.get("name"))
         self._storage_result = r
         return out
 
