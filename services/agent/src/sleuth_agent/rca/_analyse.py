@@ -13,7 +13,7 @@ from sleuth_agent.rca._collect import Collected, Details, Toolbox, collect_detai
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._followups import FollowUps, service_findings
 from sleuth_agent.rca._observe import WorkloadObservation, clip, error_lines, next_memory_limit
-from sleuth_agent.rca._plan import AlertTarget, QuestionTerms, mentions, resolve_names
+from sleuth_agent.rca._plan import AlertTarget, QuestionTerms, matching, mentions, resolve_names
 from sleuth_agent.rca._records import PodView, items_of
 from sleuth_agent.rca._signatures import Match, load_catalog, match_all
 from sleuth_agent.settings import AgentSettings
@@ -74,6 +74,7 @@ class ClusterOutcome:
     unresolved: bool = False
     ambiguous: bool = False
     unresolved_words: list[str] = field(default_factory=list)
+    ambiguous_candidates: list[str] = field(default_factory=list)  # what an ambiguous name may mean
     skipped_namespaces: int = 0
     namespace_evidence: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -167,12 +168,20 @@ async def analyse_cluster(
     pool = [(ns, name) for (ns, _kind, name) in observations]
     services = {(ns, str(s.get("name"))) for ns in targets for s in got.services.get(ns, [])}
     matched, unmatched, ambiguous = resolve_names(words, [*pool, *sorted(services)])
+    # "the worker" when two workloads are workers: the question means one object, which one is unclear.
+    meant = [w for w in ambiguous if terms.names_an_object([w]) or w in terms.referenced]
     if matched:
         chosen = [o for key, o in observations.items() if (key[0], key[2]) in matched]
-    elif (unmatched or ambiguous) and terms.names_an_object(unmatched + ambiguous):
+    elif (unmatched or ambiguous) and (terms.names_an_object(unmatched + ambiguous) or meant):
         out.unresolved = bool(unmatched) and not ambiguous
         out.ambiguous = bool(ambiguous)
-        out.unresolved_words = [w for w in unmatched + ambiguous if terms.names_an_object([w])]
+        out.unresolved_words = [w for w in unmatched + ambiguous if terms.names_an_object([w]) or w in meant]
+        pool_all = [*pool, *sorted(services)]
+        for w in ambiguous:
+            out.ambiguous_candidates.extend(
+                f"{kind}/{name}" for (ns, kind, name) in observations if (ns, name) in set(matching(w, pool_all))
+            )
+        out.ambiguous_candidates = list(dict.fromkeys(out.ambiguous_candidates))
         return out
     else:
         chosen = list(observations.values())

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from sleuth_common.config import ClusterSettings
 
-__all__ = ["QuestionTerms", "mentions", "parse_question", "pick_clusters", "resolve_names"]
+__all__ = ["QuestionTerms", "matching", "mentions", "parse_question", "pick_clusters", "resolve_names"]
 
 _TOKEN = re.compile(r"[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?")
 _STOP = frozenset(
@@ -41,6 +41,12 @@ _OBJECTS = (
         r"\b(?:why|how come)\s+(?:is|are|does|do|did|was|were|has|have)\s+(?:the\s+|my\s+|our\s+)?([a-z0-9][-a-z0-9.]*)"
     ),
 )
+# "the worker in ...", "our exporter?", "the worker looked stuck": the head of a determined noun
+# phrase is followed by a function word, a past-tense verb or the end; in "the exporter rollout"
+# the head is "rollout", not "exporter".
+_DETERMINED = re.compile(
+    r"\b(?:the|my|our|this|that|their)\s+([a-z0-9][-a-z0-9.]*[a-z0-9])\b(?=\s*(?:[^-a-z0-9\s]|$)|\s+([a-z0-9']+))"
+)
 _IN_CLAIM = re.compile(r"\bin\s+([a-z0-9][-a-z0-9]*[a-z0-9])\b")
 
 
@@ -59,6 +65,7 @@ class QuestionTerms:
     names: tuple[str, ...]  # tokens that may name an object
     namespace_claims: tuple[str, ...]  # tokens the question presents as namespaces
     object_words: tuple[str, ...] = ()  # tokens the question presents as an object's name
+    referenced: tuple[str, ...] = ()  # tokens after a determiner ("the worker", "our api"): one object meant
 
     def names_an_object(self, words: Iterable[str]) -> bool:
         """Does one of ``words`` look like the name of a specific object?"""
@@ -90,7 +97,22 @@ def parse_question(question: str, cluster_words: Iterable[str] = ()) -> Question
             tok = m.group(1)
             if tok and tok not in _STOP and tok not in skip:
                 objects.append(tok)
-    return QuestionTerms(question, tokens, names, tuple(dict.fromkeys(claims)), tuple(dict.fromkeys(objects)))
+    referenced = [
+        m.group(1)
+        for m in _DETERMINED.finditer(text)
+        if m.group(1) not in _STOP
+        and m.group(1) not in skip
+        and (m.group(2) is None or m.group(2) in _STOP or m.group(2).endswith("ed"))
+        and m.group(2) not in ("namespace", "namespaces", "ns", "cluster")
+    ]
+    return QuestionTerms(
+        question,
+        tokens,
+        names,
+        tuple(dict.fromkeys(claims)),
+        tuple(dict.fromkeys(objects)),
+        tuple(dict.fromkeys(referenced)),
+    )
 
 
 def pick_clusters(
@@ -143,10 +165,7 @@ def resolve_names(
     unmatched: list[str] = []
     ambiguous: list[str] = []
     for word in names:
-        exact = [c for c in pool if c[1] == word]
-        hits = exact or [c for c in pool if mentions(c[1].replace("-", " "), word.replace("-", " "))]
-        if not hits:
-            hits = [c for c in pool if re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", c[1])]
+        hits = matching(word, pool)
         names_hit = {h[1] for h in hits}
         if len(names_hit) == 1:
             matched.update(hits)
@@ -155,6 +174,17 @@ def resolve_names(
         else:
             ambiguous.append(word)
     return matched, unmatched, ambiguous
+
+
+def matching(word: str, candidates: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (namespace, name) candidates ``word`` may mean: an exact name, else names containing
+    it between word boundaries."""
+    pool = list(dict.fromkeys(candidates))
+    exact = [c for c in pool if c[1] == word]
+    hits = exact or [c for c in pool if mentions(c[1].replace("-", " "), word.replace("-", " "))]
+    if not hits:
+        hits = [c for c in pool if re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", c[1])]
+    return hits
 
 
 _ALERT_OBJECT_LABELS = (

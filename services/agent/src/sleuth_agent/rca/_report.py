@@ -95,9 +95,11 @@ def build_result(
             **common,  # type: ignore[arg-type]
         )
     if any(o.ambiguous for o in outcomes) and not findings:
+        options = list(dict.fromkeys(c for o in outcomes for c in o.ambiguous_candidates))
         text = (
-            f"The name {words} in your question matches more than one workload; please name the workload "
-            "exactly."
+            f"The name {words} in your question matches more than one workload"
+            + (f" ({', '.join(options[:8])})" if options else "")
+            + ", so I could not tell which one you mean; please name the workload exactly."
         )
         return InvestigationResult(
             status="insufficient_evidence",
