@@ -42,7 +42,10 @@ __all__ = [
     "load_scenarios",
     "offline_cluster",
     "run_corpus",
+    "is_holdout",
     "score",
+    "split_holdout",
+    "summary_line",
     "summarize",
 ]
 
@@ -305,6 +308,30 @@ def run_corpus(root: Path, only: list[str] | None = None) -> list[Outcome]:
             continue
         outcomes.append(asyncio.run(run_one(sc)))
     return outcomes
+
+
+HOLDOUT_PREFIX = "holdout"
+
+
+def is_holdout(sc: Scenario) -> bool:
+    """Hand-written generalisation scenarios (``scenarios/holdout-*``, see scenarios/HOLDOUT.md)."""
+    return sc.path.name.startswith(HOLDOUT_PREFIX)
+
+
+def split_holdout(outcomes: list[Outcome]) -> tuple[list[Outcome], list[Outcome]]:
+    """(main corpus, holdout set)."""
+    return [o for o in outcomes if not is_holdout(o.scenario)], [o for o in outcomes if is_holdout(o.scenario)]
+
+
+def summary_line(label: str, s: dict[str, Any]) -> str:
+    """One line of a corpus summary, e.g. ``main     61 scenarios: correct 100.0% ...``."""
+    n = s["scenarios"]
+    return (
+        f"{label:8} {n:3d} scenarios: correct {s['correct'] * 100:5.1f}% ({round(s['correct'] * n)}/{n}), "
+        f"family {s['family_top1'] * 100:5.1f}%, resource {s['resource_top1'] * 100:5.1f}%, "
+        f"wrong {s['wrong'] * 100:4.1f}%, abstained {s['abstained'] * 100:4.1f}%, leaks {s['leaks']}, "
+        f"p50 {s['p50_ms']:.0f} ms, p95 {s['p95_ms']:.0f} ms"
+    )
 
 
 def _pct(values: list[float], q: float) -> float:
