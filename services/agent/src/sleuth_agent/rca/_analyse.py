@@ -230,6 +230,9 @@ async def analyse_cluster(
                 wanted.add((ns, name))
     svc_obs = service_findings(got, targets, wanted, log)
 
+    for o in examine:
+        _rollout_note(o, got, log)
+
     await progress("matching", "matching failure signatures")
     ranked: list[tuple[Finding, Details | None]] = []
     for obs, det in [*zip(examine, details, strict=True), *((s, None) for s in svc_obs)]:
@@ -247,6 +250,31 @@ async def analyse_cluster(
         finding.evidence = _cite(log, finding.obs, det, finding)
         out.findings.append(finding)
     return out
+
+
+def _rollout_note(obs: WorkloadObservation, got: Collected, log: EvidenceLog) -> None:
+    """A Deployment whose rollout timed out (Progressing=False ProgressDeadlineExceeded): say so,
+    and how many pods the old ReplicaSets still serve, next to whatever makes the new pods fail."""
+    w = obs.workload
+    if w is None or w.kind != "Deployment":
+        return
+    cond = next((c for c in w.conditions if c[0] == "Progressing" and c[1] == "False"), None)
+    if cond is None or cond[2] != "ProgressDeadlineExceeded":
+        return
+    sets = [r for r in got.workloads.get(obs.namespace, []) if r.kind == "ReplicaSet" and r.owner_name == w.name]
+    new_rs = {p.owner_name for p in obs.unhealthy_pods if p.owner_kind == "ReplicaSet"}
+    m = re.search(r'ReplicaSet "([^"]+)"', cond[3])
+    if m:
+        new_rs.add(m.group(1))
+    old = [r for r in sets if r.name not in new_rs and (r.replicas or 0) > 0]
+    text = f"The rollout of {obs.resource} is stuck: Progressing=False ProgressDeadlineExceeded ({cond[3]})."
+    if old:
+        serving = ", ".join(f"{r.name} {r.ready or 0}/{r.replicas}" for r in old)
+        text += f" The old ReplicaSet still has its pods ({serving} ready), so the pods of the previous version keep serving."
+    obs.derive("rollout", text)
+    r = next(iter(log_results(log, "list_workloads", obs.namespace)), None)
+    if r is not None:
+        obs.cites.append((r, f"Deployment {w.name}: Progressing=False ProgressDeadlineExceeded", [text[:180]]))
 
 
 async def _node_targets(

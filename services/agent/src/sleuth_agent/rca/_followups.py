@@ -116,6 +116,8 @@ class FollowUps:
             await self._node(obs, pod)
         if any("probe failed" in m or "failed liveness probe" in m for m in facts.event_message):
             self._probe(obs, container, facts.event_message)
+            if pod is not None:
+                self._probe_recovered(obs, pod, container, facts.event_message)
         if any(_NET_ERROR.search(line) for line in facts.log):
             await self._network(obs, pod, facts.log)
         if container is not None:
@@ -396,6 +398,40 @@ class FollowUps:
             if liveness
             else "runs but is never marked ready, so its Service sends it no traffic"
         )
+
+    def _probe_recovered(self, obs: WorkloadObservation, pod: PodView, failing: Any, messages: list[str]) -> None:
+        """A probe failure whose target (the port in the kubelet's message) is the probe of
+        another container that is ready now is history, such as a sidecar that was slow to start,
+        not the cause of this failure."""
+        ports: set[str] = set()
+        for m in messages:
+            if "probe failed" not in m.lower():
+                continue
+            found = re.search(r"(?:https?://|dial tcp )\[?[\w.:-]*?\]?:(\d{2,5})\b", m)
+            if not found:
+                return  # a probe failure we cannot place: keep it
+            ports.add(found.group(1))
+        owners = []
+        for port in ports:
+            owner = next(
+                (
+                    c
+                    for c in pod.all_containers
+                    for p in (c.readiness_probe, c.liveness_probe, c.startup_probe)
+                    if p and str(p.get("port")) == port
+                ),
+                None,
+            )
+            if owner is None:
+                return
+            owners.append(owner)
+        if owners and all(c.ready and (failing is None or c.name != failing.name) for c in owners):
+            names = ", ".join(sorted({c.name for c in owners}))
+            obs.derive(
+                "probe_recovered",
+                f"The failed probe (port {', '.join(sorted(ports))}) belongs to container {names}, which is ready now: "
+                "that failure has recovered and does not explain this one.",
+            )
 
     # -- network -----------------------------------------------------------------------------
     async def _network(self, obs: WorkloadObservation, pod: PodView | None, lines: list[str]) -> None:

@@ -36,7 +36,13 @@ def _summary(f: Finding) -> str:
             f"{f.obs.resource} is not healthy ({state}), but what was collected does not match a known "
             "failure signature."
         )
-    return fill(f.match.signature.summary, f.variables)
+    text = fill(f.match.signature.summary, f.variables)
+    if f.match.signature.family != "rollout_stuck":
+        # A stuck rollout is a consequence: say it next to the cause of the new pods' failure.
+        for note in f.obs.derived.get("rollout", []):
+            if note not in text:
+                text += " " + note
+    return text
 
 
 def _actions(f: Finding) -> list[Action]:

@@ -1,0 +1,72 @@
+"""A stuck rollout is reported next to the cause of its new pods' failure (with the old
+ReplicaSet still serving), and an old probe failure of a sidecar that is ready now does not
+become a confident probe_failure candidate."""
+
+from __future__ import annotations
+
+from sleuth_agent.rca._analyse import _rollout_note
+from sleuth_agent.rca._collect import Collected
+from sleuth_agent.rca._evidence import EvidenceLog
+from sleuth_agent.rca._followups import FollowUps
+from sleuth_agent.rca._observe import WorkloadObservation
+from sleuth_agent.rca._records import EventView, PodView, WorkloadView
+from sleuth_agent.rca._signatures import match_all
+
+
+def _crashing_pod_with_ready_sidecar() -> PodView:
+    return PodView.parse({
+        "namespace": "pay", "name": "ledger-7f6d5c4b3a-qqqqq", "phase": "Running",
+        "owner": {"kind": "ReplicaSet", "name": "ledger-7f6d5c4b3a"},
+        "containers": [
+            {"name": "ledger", "image": "r/ledger:9", "ready": False, "restart_count": 12,
+             "state": {"waiting": {"reason": "CrashLoopBackOff"}}, "last_termination": {"reason": "Error", "exit_code": 2},
+             "readiness_probe": {"type": "http", "path": "/ready", "port": 8080}},
+            {"name": "envoy", "image": "r/envoy:1", "ready": True, "state": {"running": {}},
+             "readiness_probe": {"type": "http", "path": "/ready", "port": 9901}},
+        ],
+    })
+
+
+def _probe_event(port: int) -> EventView:
+    return EventView.parse({"type": "Warning", "reason": "Unhealthy", "count": 2,
+                            "message": f'Readiness probe failed: Get "http://10.1.2.3:{port}/ready": dial tcp 10.1.2.3:{port}: connect: connection refused',
+                            "involved_object": {"kind": "Pod", "name": "ledger-7f6d5c4b3a-qqqqq"}})
+
+
+async def _run(obs: WorkloadObservation) -> None:
+    class NoTools:
+        def has_tool(self, name: str) -> bool:
+            return False
+
+    await FollowUps(NoTools(), EvidenceLog(), Collected(), 5.0, False).run(obs)  # type: ignore[arg-type]
+
+
+async def test_a_ready_sidecars_old_probe_failure_is_held_low() -> None:
+    pod = _crashing_pod_with_ready_sidecar()
+    obs = WorkloadObservation("pay", "Deployment", "ledger", pods=[pod], events=[_probe_event(9901)])
+    await _run(obs)
+    by_family = {m.signature.family: m.confidence for m in match_all(obs.facts())}
+    assert by_family["probe_failure"] == "low"
+    assert match_all(obs.facts())[0].signature.family == "crash_loop_app_error"
+
+
+async def test_a_probe_failure_of_the_failing_container_is_kept() -> None:
+    pod = _crashing_pod_with_ready_sidecar()
+    obs = WorkloadObservation("pay", "Deployment", "ledger", pods=[pod], events=[_probe_event(8080)])
+    await _run(obs)
+    assert "probe_recovered" not in obs.derived
+
+
+def test_stuck_rollout_note_names_the_condition_and_the_old_replicaset() -> None:
+    pod = _crashing_pod_with_ready_sidecar()
+    deploy = WorkloadView.parse({"namespace": "pay", "kind": "Deployment", "name": "ledger", "replicas": {"desired": 2, "ready": 2, "updated": 1},
+                                 "conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+                                                 "message": 'ReplicaSet "ledger-7f6d5c4b3a" has timed out progressing.'}]})
+    rs_new = WorkloadView.parse({"namespace": "pay", "kind": "ReplicaSet", "name": "ledger-7f6d5c4b3a", "replicas": {"desired": 1, "ready": 0},
+                                 "owner": {"kind": "Deployment", "name": "ledger"}})
+    rs_old = WorkloadView.parse({"namespace": "pay", "kind": "ReplicaSet", "name": "ledger-55c4d3b2a1", "replicas": {"desired": 2, "ready": 2},
+                                 "owner": {"kind": "Deployment", "name": "ledger"}})
+    obs = WorkloadObservation("pay", "Deployment", "ledger", pods=[pod], workload=deploy)
+    _rollout_note(obs, Collected(workloads={"pay": [deploy, rs_new, rs_old]}), EvidenceLog())
+    note = " ".join(obs.derived["rollout"])
+    assert "ProgressDeadlineExceeded" in note and "ledger-55c4d3b2a1 2/2" in note and "ledger-7f6d5c4b3a 0" not in note
