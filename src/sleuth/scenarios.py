@@ -39,14 +39,14 @@ __all__ = [
     "Outcome",
     "Scenario",
     "alerts_from_payload",
+    "is_holdout",
     "load_scenarios",
     "offline_cluster",
     "run_corpus",
-    "is_holdout",
     "score",
     "split_holdout",
-    "summary_line",
     "summarize",
+    "summary_line",
 ]
 
 READER_USER = "sleuth-reader"

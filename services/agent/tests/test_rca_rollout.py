@@ -70,3 +70,43 @@ def test_stuck_rollout_note_names_the_condition_and_the_old_replicaset() -> None
     _rollout_note(obs, Collected(workloads={"pay": [deploy, rs_new, rs_old]}), EvidenceLog())
     note = " ".join(obs.derived["rollout"])
     assert "ProgressDeadlineExceeded" in note and "ledger-55c4d3b2a1 2/2" in note and "ledger-7f6d5c4b3a 0" not in note
+
+
+# -- a pod stuck Terminating on a node that is gone --------------------------------------------
+async def test_stranded_pod_gets_a_force_delete_with_caution_and_its_local_volume_is_named() -> None:
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from sleuth_agent.rca._analyse import _variables
+    from sleuth_agent.rca._report import fill
+
+    spec = importlib.util.spec_from_file_location("agent_rca_fakes", Path(__file__).parent / "rca_fakes.py")
+    assert spec and spec.loader
+    fakes = importlib.util.module_from_spec(spec)
+    sys.modules["agent_rca_fakes"] = fakes
+    spec.loader.exec_module(fakes)
+    pod = PodView.parse({
+        "metadata": {"namespace": "q", "name": "broker-1", "deletionTimestamp": "2026-05-01T10:00:00Z",
+                     "ownerReferences": [{"kind": "StatefulSet", "name": "broker"}]},
+        "spec": {"nodeName": "rack2-n7", "containers": [{"name": "broker", "image": "r/b:3"}],
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-broker-1"}}]},
+        "status": {"phase": "Running", "containerStatuses": [{"name": "broker", "ready": False, "state": {"running": {}}}]},
+    })
+    tools = fakes.FakeTools({
+        ("list_pvcs", "q"): {"pvcs": [{"name": "data-broker-1", "phase": "Bound", "storage_class": "fast", "capacity": "50Gi", "volume": "pv-9"}]},
+        ("get_resource", "pv-9"): {"kind": "PersistentVolume", "spec": {"local": {"path": "/mnt/disks/1"}, "nodeAffinity": {"required": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["rack2-n7"]}]}]}}}},
+    })
+    fu, _ = fakes.follow(tools)
+    ev = EventView.parse({"type": "Warning", "reason": "NodeNotReady", "message": "Node is not ready",
+                          "involved_object": {"kind": "Pod", "name": "broker-1"}})
+    obs = WorkloadObservation("q", "StatefulSet", "broker", pods=[pod], events=[ev])
+    await fu.run(obs)
+    m = match_all(obs.facts())[0]
+    assert m.signature.family == "node_not_ready"
+    v = _variables(obs, m)
+    force = next(a for a in m.signature.actions if "--force" in a["command"])
+    assert fill(force["command"], v) == "kubectl delete pod broker-1 -n q --grace-period=0 --force"
+    text = fill(force["text"], v)
+    assert "Caution" in text and "rack2-n7" in text and "data-broker-1" in text

@@ -230,8 +230,10 @@ async def analyse_cluster(
                 wanted.add((ns, name))
     svc_obs = service_findings(got, targets, wanted, log)
 
+    about_rollout = re.search(r"\b(?:roll(?:ed)?[- ]?out|deploy(?:ed|ment)?|release|upgrade|stuck)\b", terms.text.lower())
     for o in examine:
-        _rollout_note(o, got, log)
+        if o.named or about_rollout:  # a namespace overview stays short; a named workload gets the detail
+            _rollout_note(o, got, log)
 
     await progress("matching", "matching failure signatures")
     ranked: list[tuple[Finding, Details | None]] = []
@@ -408,6 +410,7 @@ def _variables(obs: WorkloadObservation, match: Match | None) -> dict[str, str]:
         v.setdefault(
             "pull_action_command", f"kubectl set image {v['kind_lower']}/{v['workload']} {v['container']}=<image:tag> -n {v['namespace']}"
         )
+    v.setdefault("local_pv_note", "")
     if "endpoint" in v:
         v["endpoint_host"], v["endpoint_port"] = _split_endpoint(v["endpoint"])
     else:
@@ -422,7 +425,7 @@ def _variables(obs: WorkloadObservation, match: Match | None) -> dict[str, str]:
 
 _DERIVED_KEYS = {
     "service_no_endpoints": ("service",),
-    "node_not_ready": ("node", "node_access"),
+    "node_not_ready": ("node", "node_access", "node_local"),
     "pvc_pending": ("pvc",),
     "unschedulable_constraints": ("pvc_wait",),
     "unschedulable_resources": ("pvc_wait",),

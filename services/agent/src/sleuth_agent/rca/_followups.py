@@ -83,6 +83,7 @@ class FollowUps:
         self.cluster_wide = cluster_wide
         self._cache: dict[tuple[str, str], Any] = {}
         self._binding_modes: dict[str, str] = {}
+        self._provisioners: dict[str, str] = {}
         self._default_class = ""
 
     async def _read(self, tool: str, args: dict[str, Any]) -> Any:
@@ -291,6 +292,9 @@ class FollowUps:
             if phase == "Bound":
                 obs.derive("volume", f"Volume {vol} is PersistentVolumeClaim {source}: {size}, StorageClass {sc or 'default'}.")
                 obs.cites.append((r, f"PersistentVolumeClaim {source}: Bound, {size}", [f"{source}: {size}", f"storageClassName={sc}"]))
+                stranded = pod.deleting or any(e.reason == "NodeNotReady" for e in obs.events)
+                if stranded:
+                    await self._node_local(obs, pod, source, sc, str(claim.get("volume") or claim.get("volume_name") or ""))
                 continue
             about = [e for e in self.got.events.get(obs.namespace, []) if e.object_name == source]
             why = [e.message for e in about if e.type == "Warning"]
@@ -320,6 +324,47 @@ class FollowUps:
             obs.derive("pvc", text + ".")
             obs.cites.append((r, f"PersistentVolumeClaim {source}: {phase}", [f"{source}: {phase}", f"storageClassName={sc}", *why[:1]]))
 
+    async def _node_local(self, obs: WorkloadObservation, pod: PodView, claim: str, sc: str, volume: str) -> None:
+        """Is the claim's volume tied to one node (a local or hostPath PV, node affinity on the PV,
+        or a StorageClass of local volumes)? Then a replacement pod cannot run anywhere else."""
+        why = ""
+        if volume:
+            r = await self._read("get_resource", {"kind": "PersistentVolume", "name": volume})
+            if r.ok and isinstance(r.data, dict):
+                spec = r.data.get("spec") or {}
+                terms = ((spec.get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms") or []
+                hosts = [
+                    str(v)
+                    for t in terms
+                    for e in t.get("matchExpressions") or []
+                    if e.get("key") == "kubernetes.io/hostname"
+                    for v in e.get("values") or []
+                ]
+                if "local" in spec or "hostPath" in spec or hosts:
+                    kind = "a local volume" if "local" in spec else "a hostPath volume" if "hostPath" in spec else "a volume"
+                    why = f"PersistentVolume {volume} is {kind}" + (f" pinned to node {', '.join(hosts)}" if hosts else "")
+                    obs.cites.append((r, f"PersistentVolume {volume}: node-local", [why]))
+        if not why and sc:
+            await self._storage_classes()
+            prov = self._provisioners.get(sc, "")
+            if prov == "kubernetes.io/no-provisioner" or re.search(r"local|hostpath|topolvm", prov, re.IGNORECASE):
+                why = f"StorageClass {sc} (provisioner {prov}) provides node-local volumes"
+            elif not prov and re.search(r"local|hostpath", sc, re.IGNORECASE):
+                why = (
+                    f"StorageClass {sc} looks like node-local storage by its name (its provisioner and the "
+                    "PersistentVolume could not be read)"
+                )
+        if why:
+            obs.derive(
+                "node_local",
+                f"{why}: claim {claim} holds data on that node, so a replacement pod can only start once the node "
+                "is back (or the data is restored elsewhere and the claim recreated).",
+            )
+            obs.variables["local_pv_note"] = (
+                f" Its claim {claim} is node-local ({why}): the new pod cannot start on another node until the node "
+                "returns or the claim is recreated."
+            )
+
     async def _storage_classes(self) -> list[str] | None:
         if not self.tools.has_tool("list_storage"):
             return None
@@ -330,6 +375,7 @@ class FollowUps:
         for c in items_of(r.data, "items"):
             out.append(f"{c.get('name')}{' (default)' if c.get('default') else ''}")
             self._binding_modes[str(c.get("name"))] = str(c.get("volume_binding_mode") or "")
+            self._provisioners[str(c.get("name"))] = str(c.get("provisioner") or "")
             if c.get("default"):
                 self._default_class = str(c.get("name"))
         self._storage_result = r
