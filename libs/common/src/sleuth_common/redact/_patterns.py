@@ -91,10 +91,22 @@ def _assignment_ok(low: str, m: re.Match[str]) -> bool:
         # A quoted name, a space, then a bare word: prose such as Kubernetes' own
         # `for volume "api-keys" : secret "frontend-api-keys" not found`, not an assignment.
         return False
+    value = m.group("value")
+    if value.isalpha() and (value in _STATUS_WORDS or (
+            len(value) <= 20 and low[m.end("value") : m.end("value") + 2].startswith(" ")
+            and low[m.end("value") + 1 : m.end("value") + 2].isalpha())):
+        # English, not a credential: `oauth token: unexpected status from ...`, `token: expired`.
+        return False
     head = _name_before(low, m.start())
     name = low[head : m.end("tail")]
-    value = m.group("value")
     return is_secret_env_name(name) and not _looks_like_placeholder(value) and value != REDACTED.lower()
+
+
+_STATUS_WORDS = frozenset(
+    {"expired", "invalid", "missing", "empty", "unknown", "required", "unauthorized", "denied", "forbidden",
+     "rejected", "revoked", "malformed", "incorrect", "wrong", "bad", "ok", "valid", "set", "unset", "present",
+     "absent", "found", "notfound", "failed", "error", "refreshed", "expiring", "disabled", "enabled"}
+)
 
 
 _PAIR_NAME = re.compile(
