@@ -14,12 +14,12 @@ from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._followups import FollowUps, service_findings
 from sleuth_agent.rca._observe import WorkloadObservation, clip, error_lines, next_memory_limit
 from sleuth_agent.rca._plan import AlertTarget, QuestionTerms, matching, mentions, resolve_names
-from sleuth_agent.rca._records import PodView, items_of
+from sleuth_agent.rca._records import EventView, PodView, items_of
 from sleuth_agent.rca._signatures import Match, load_catalog, match_all
 from sleuth_agent.settings import AgentSettings
 from sleuth_common.scope import Scope
 
-__all__ = ["ClusterOutcome", "Finding", "analyse_cluster"]
+__all__ = ["ClusterOutcome", "Finding", "analyse_cluster", "rank_matches"]
 
 Progress = Callable[[str, str], Awaitable[None]]
 
@@ -75,6 +75,7 @@ class ClusterOutcome:
     ambiguous: bool = False
     unresolved_words: list[str] = field(default_factory=list)
     ambiguous_candidates: list[str] = field(default_factory=list)  # what an ambiguous name may mean
+    named_namespaces: list[str] = field(default_factory=list)  # readable namespaces the question names
     skipped_namespaces: int = 0
     namespace_evidence: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -87,7 +88,7 @@ async def _noop(stage: str, message: str) -> None:
 def _troubled(pod: PodView, obs: WorkloadObservation) -> bool:
     """A ready pod that is still in trouble: it restarts, and the kubelet keeps saying why (events
     live about an hour, so a repeated warning is recent)."""
-    warn = [e for e in obs.events if e.object_name == pod.name and e.reason in _TROUBLE_EVENTS and e.type == "Warning"]
+    warn = [e for e in obs.events if e.object_name == pod.name and e.reason in _TROUBLE_EVENTS and _telling(e)]
     if pod.restarts and any(e.count >= 3 for e in warn):
         return True
     return any(e.count >= 3 and e.reason in ("Unhealthy", "BackOff") for e in warn) and pod.restarts > 0
@@ -132,6 +133,7 @@ async def analyse_cluster(
             if r.ok:
                 known.append(word)
     named_ns = [ns for ns in known if mentions(terms.text, ns)]
+    out.named_namespaces = named_ns
     out.access_refused = [w for w in terms.namespace_claims if w not in known and not scope.cluster_wide]
     node_targets = list(alert.nodes) if alert else []
     if named_ns:
@@ -168,6 +170,11 @@ async def analyse_cluster(
     pool = [(ns, name) for (ns, _kind, name) in observations]
     services = {(ns, str(s.get("name"))) for ns in targets for s in got.services.get(ns, [])}
     matched, unmatched, ambiguous = resolve_names(words, [*pool, *sorted(services)])
+    if unmatched:
+        # A PersistentVolumeClaim stands for the pods that mount it and their workload.
+        for word, owners in (await _claim_owners(tools, log, got, targets, unmatched, terms, timeout)).items():
+            matched.update(owners)
+            unmatched.remove(word)
     # "the worker" when two workloads are workers: the question means one object, which one is unclear.
     meant = [w for w in ambiguous if terms.names_an_object([w]) or w in terms.referenced]
     if matched:
@@ -244,13 +251,81 @@ async def analyse_cluster(
             continue
         if obs in quiet_named and obs in out.healthy:
             out.healthy.remove(obs)
-        finding = Finding(obs, matches[0] if matches else None, alternatives=_alternatives(matches))
+        primary, others = rank_matches(matches)
+        finding = Finding(obs, primary, alternatives=others)
         finding.variables = _variables(obs, finding.match)
         ranked.append((finding, det))
     ranked.sort(key=lambda fd: -fd[0].score)
     for finding, det in ranked:  # evidence ids follow the ranking
         finding.evidence = _cite(log, finding.obs, det, finding)
         out.findings.append(finding)
+    return out
+
+
+_MAX_CLAIM_PODS = 10
+_CLAIM_WORDS = r"(?:pvc|claim|volume|persistentvolumeclaim)\b"
+
+
+async def _claim_owners(
+    tools: Toolbox,
+    log: EvidenceLog,
+    got: Collected,
+    namespaces: list[str],
+    words: list[str],
+    terms: QuestionTerms,
+    limit: float,
+) -> dict[str, set[tuple[str, str]]]:
+    """Words that name a PersistentVolumeClaim → the (namespace, workload) of the pods mounting it.
+
+    A StatefulSet's claim is named ``<template>-<pod>``, so a claim ending in ``-<pod name>`` is that
+    pod's; otherwise the namespace's claims are listed and, for a claim the question names, the pods
+    (unhealthy first, a bounded number) are read to see which mount it."""
+    out: dict[str, set[tuple[str, str]]] = {}
+    text = terms.text.lower()
+    wanted = [
+        w
+        for w in words
+        if terms.names_an_object([w])
+        or re.search(rf"(?<![-\w]){re.escape(w)}\s+{_CLAIM_WORDS}|{_CLAIM_WORDS}\s+{re.escape(w)}(?![-\w])", text)
+    ]
+    if not wanted:
+        return out
+    pods = {ns: got.pods.get(ns, []) for ns in namespaces}
+    rest = []
+    for w in wanted:
+        owners = {(ns, p.workload[1]) for ns, ps in pods.items() for p in ps if w.endswith("-" + p.name)}
+        if owners:
+            out[w] = owners
+        else:
+            rest.append(w)
+    if not rest or not tools.has_tool("list_pvcs"):
+        return out
+    from sleuth_agent.rca._collect import _call
+
+    listed = await asyncio.gather(*(_call(tools, log, "list_pvcs", {"namespace": ns}, limit) for ns in namespaces))
+    claims = {
+        (ns, str(c.get("name")))
+        for ns, r in zip(namespaces, listed, strict=True)
+        if r.ok
+        for c in items_of(r.data, "pvcs")
+    }
+    for w in rest:
+        where = [ns for ns, name in claims if name == w]
+        if not where:
+            continue
+        candidates = [p for ns in where for p in sorted(pods[ns], key=lambda p: (p.healthy, p.name))][:_MAX_CLAIM_PODS]
+        read = await asyncio.gather(
+            *(_call(tools, log, "get_pod", {"namespace": p.namespace, "name": p.name}, limit) for p in candidates)
+        )
+        owners = set()
+        for p, r in zip(candidates, read, strict=True):
+            if not (r.ok and isinstance(r.data, dict)):
+                continue
+            full = PodView.parse(r.data.get("pod", r.data))
+            if any(t == "pvc" and src == w for _n, t, src in full.volumes):
+                owners.add((p.namespace, p.workload[1]))
+        if owners:
+            out[w] = owners
     return out
 
 
@@ -309,7 +384,8 @@ async def _node_targets(
         obs.variables.update({"node": name, "pod": "(pods on the node)"})
         matches = match_all(obs.facts())
         if matches:
-            f = Finding(obs, matches[0], alternatives=matches[1:])
+            primary, others = rank_matches(matches)
+            f = Finding(obs, primary, alternatives=others)
             f.variables = _variables(obs, f.match)
             f.evidence = _cite(log, obs, None, f)
             out.findings.append(f)
@@ -321,8 +397,22 @@ async def _node_targets(
 _CONSEQUENCES = frozenset({"rollout_stuck"})
 
 
-def _alternatives(matches: list[Match]) -> list[Match]:
-    return [m for m in matches[1:] if m.signature.family not in _CONSEQUENCES]
+_RANK = {"high": 0, "medium": 1, "low": 2}
+
+
+def rank_matches(matches: list[Match]) -> tuple[Match | None, list[Match]]:
+    """(root cause, alternatives) of one workload's matches (catalog order).
+
+    The most confident match wins; among equally confident ones the earlier (more specific)
+    signature. A lower-confidence answer never beats a higher-confidence alternative. A family
+    that follows from any pod failure (a stuck rollout) is never promoted over a cause, and is
+    never listed as an alternative explanation of one."""
+    if not matches:
+        return None, []
+    causes = [m for m in matches if m.signature.family not in _CONSEQUENCES]
+    pool = causes or matches
+    best = min(pool, key=lambda m: (_RANK.get(m.confidence, 2), matches.index(m)))
+    return best, [m for m in causes if m is not best]
 
 
 def _pod_state(p: PodView) -> str:
@@ -410,6 +500,12 @@ def _variables(obs: WorkloadObservation, match: Match | None) -> dict[str, str]:
         v.setdefault(
             "pull_action_command", f"kubectl set image {v['kind_lower']}/{v['workload']} {v['container']}=<image:tag> -n {v['namespace']}"
         )
+    v.setdefault(
+        "probe_action_text",
+        "Point the probe at the port and path the container really serves (or give it a longer timeout / "
+        "initial delay if the app is only slow).",
+    )
+    v.setdefault("probe_action_command", f"kubectl edit {v['kind_lower']}/{v['workload']} -n {v['namespace']}")
     v.setdefault("local_pv_note", "")
     if "endpoint" in v:
         v["endpoint_host"], v["endpoint_port"] = _split_endpoint(v["endpoint"])
@@ -475,9 +571,10 @@ def _cite(log: EvidenceLog, obs: WorkloadObservation, det: Details | None, findi
             hl.append("nodeSelector " + ",".join(f"{k}={v}" for k, v in pod.node_selector))
         ids.append(log.cite(det.pod, f"pod {pod.name}: {_pod_state(pod)}", hl))
     names = {p.name for p in obs.pods} | {obs.name}
-    warn = [e for e in obs.events if e.type == "Warning" and (e.object_name in names or e.object_kind in ("ReplicaSet", "Job"))]
+    warn = [e for e in obs.events if _telling(e) and (e.object_name in names or e.object_kind in ("ReplicaSet", "Job"))]
     if det is not None and det.events is not None and det.events.ok:
         mine = [e for e in warn if pod is None or e.object_name in (pod.name, obs.name)] or warn
+        mine.sort(key=lambda e: not _probe_kill(e))  # the kubelet saying why it restarts the container first
         summary = f"{len(mine)} warning event(s) for {pod.name if pod else obs.name}"
         ids.append(log.cite(det.events, summary, [f"{e.reason}: {clip(e.message, 180)}" for e in mine[:3]]))
     elif warn:
@@ -491,6 +588,8 @@ def _cite(log: EvidenceLog, obs: WorkloadObservation, det: Details | None, findi
             if result is not None and result.ok and c is not None:
                 text = obs.logs.get((pod.name if pod else "", c.name, label == "previous"), "")
                 lines = error_lines(text, limit=3)
+                if not lines and label == "previous" and obs.variables.get("stop_line"):
+                    lines = [obs.variables["stop_line"]]  # how the last run ended (a SIGTERM while starting)
                 if lines or label == "previous":
                     ids.append(log.cite(result, f"{label} log of {c.name} ({len(text.splitlines())} lines)", lines))
     if obs.workload is not None and (finding.family in ("rollout_stuck", "quota_exceeded", "job_failed") or not obs.pods):
@@ -503,6 +602,16 @@ def _cite(log: EvidenceLog, obs: WorkloadObservation, det: Details | None, findi
     for result, summary, hl in obs.cites:
         ids.append(log.cite(result, summary, hl))
     return list(dict.fromkeys(ids))
+
+
+def _probe_kill(e: EventView) -> bool:
+    """The kubelet's ``Killing: Container X failed liveness probe, will be restarted`` (type Normal)."""
+    return e.reason == "Killing" and "probe" in e.message.lower()
+
+
+def _telling(e: EventView) -> bool:
+    """Events that say what went wrong: warnings, and the Normal event of a probe-triggered restart."""
+    return e.type == "Warning" or _probe_kill(e)
 
 
 def log_results(log: EvidenceLog, tool: str, namespace: str) -> list:

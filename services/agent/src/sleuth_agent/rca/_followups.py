@@ -115,7 +115,7 @@ class FollowUps:
             await self._quota(obs)
         if "NodeNotReady" in facts.event_reason or (pod is not None and pod.deleting):
             await self._node(obs, pod)
-        if any("probe failed" in m or "failed liveness probe" in m for m in facts.event_message):
+        if any("probe failed" in m or _LIVENESS_FAILED.search(m) for m in facts.event_message):
             self._probe(obs, container, facts.event_message)
             if pod is not None:
                 self._probe_recovered(obs, pod, container, facts.event_message)
@@ -428,10 +428,18 @@ class FollowUps:
     def _probe(self, obs: WorkloadObservation, container: Any, messages: list[str]) -> None:
         if container is None:
             return
+        pod, _c = obs.representative()
+        if pod is not None and any(_LIVENESS_FAILED.search(m) for m in messages):
+            slow = slow_start_kill(container, obs.logs.get((pod.name, container.name, True), ""))
+            if slow is not None:
+                obs.derive("probe", slow.text)
+                obs.derive("liveness_kill", slow.text)
+                obs.variables.update(slow.action(obs, container.name))
+                obs.variables["stop_line"] = slow.line
         liveness = any("Liveness" in m or "liveness" in m for m in messages)
         probe = container.liveness_probe if liveness else container.readiness_probe
         kind = "liveness" if liveness else "readiness"
-        if probe:
+        if probe and "liveness_kill" not in obs.derived:
             where = f"{probe.get('path') or ''} on port {probe.get('port')}" if probe.get("type") == "http" else f"port {probe.get('port')}"
             obs.derive(
                 "probe",
@@ -584,3 +592,125 @@ def service_findings(
                 obs.cites.append((r, f"Service {name}: selector {sel_text}, 0 ready endpoints", [f"selector {sel_text}", "endpoints: none"]))
             out.append(obs)
     return out
+
+
+# -- a liveness probe that kills a slow-starting container ---------------------------------------
+_LIVENESS_FAILED = re.compile(r"Liveness probe failed|failed liveness probe", re.IGNORECASE)
+_SIGTERM = re.compile(
+    r"\bSIGTERM\b|\bsignal[: ]+(?:15|terminated)\b|received signal 15|shutdown signal|signal 15\b", re.IGNORECASE
+)
+# A line saying startup finished ("Started App in 41s", "listening on :8080", "server ready").
+_STARTED = re.compile(
+    r"\b(?:started|listening|serving|ready to accept|startup complete|server (?:is )?(?:up|running|ready))\b",
+    re.IGNORECASE,
+)
+_NEGATED = re.compile(r"\b(?:not|yet|before|until|never|failed|unable)\b|n't\b", re.IGNORECASE)
+_LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(Z|[+-]\d\d:\d\d)?\s")
+
+
+def _when(ts: str) -> Any:
+    from datetime import UTC, datetime
+
+    m = _LOG_TS.match(ts.strip() + " ")
+    if not m:
+        return None
+    whole, _, frac = m.group(1).partition(".")
+    try:
+        t = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return t.timestamp() + (float("0." + frac[:6]) if frac else 0.0)
+
+
+class SlowStart:
+    """A liveness probe that restarts a container which had not finished starting (DESIGN §3
+    follow-up: restarts → last termination → probe spec)."""
+
+    def __init__(self, probe: Mapping[str, Any], ran: float | None, log_span: float | None, line: str, exit_code: int | None) -> None:
+        self.probe = dict(probe)
+        self.delay = int(probe.get("initial_delay_seconds") or 0)
+        self.threshold = int(probe.get("failure_threshold") or 3)
+        self.period = int(probe.get("period_seconds") or 10)
+        self.budget = self.delay + self.threshold * self.period
+        self.ran, self.log_span, self.line, self.exit_code = ran, log_span, line, exit_code
+
+    @property
+    def text(self) -> str:
+        p = self.probe
+        where = f"{(p.get('type') or '').upper()} {p.get('path') or ''} on port {p.get('port')}".replace("  ", " ")
+        out = (
+            f"The liveness probe ({where.strip()}) starts after initialDelaySeconds={self.delay} and restarts the "
+            f"container after failureThreshold={self.threshold} × periodSeconds={self.period}, so the app has about "
+            f"{self.budget}s to answer, and there is no startupProbe."
+        )
+        ran = []
+        if self.ran is not None:
+            ran.append(f"lasted {self.ran:.0f}s")
+        if self.exit_code is not None:
+            ran.append(f"ended with exit code {self.exit_code}" + (" (SIGTERM)" if self.exit_code == 143 else ""))
+        if ran:
+            out += " Its last run " + " and ".join(ran) + "."
+        span = f" {self.log_span:.0f}s after its first log line" if self.log_span is not None else ""
+        out += f" Its previous log shows it was still starting{span} when it was stopped: \"{self.line[:160]}\"."
+        return out
+
+    def action(self, obs: WorkloadObservation, container: str) -> dict[str, str]:
+        seen = max(self.budget, int(self.ran or 0), int(self.log_span or 0))
+        window = max(2 * seen, self.budget + 60)
+        threshold = -(-window // self.period)
+        p = self.probe
+        handler: dict[str, Any]
+        if p.get("type") == "http":
+            handler = {"httpGet": {"path": p.get("path") or "/", "port": p.get("port")}}
+        elif p.get("type") == "tcp":
+            handler = {"tcpSocket": {"port": p.get("port")}}
+        elif p.get("type") == "grpc":
+            handler = {"grpc": {"port": p.get("port")}}
+        else:
+            handler = {"exec": {"command": p.get("command") or []}}
+        startup = {**handler, "periodSeconds": self.period, "failureThreshold": threshold}
+        patch = {"spec": {"template": {"spec": {"containers": [{"name": container, "startupProbe": startup}]}}}}
+        return {
+            "probe_action_text": (
+                f"Give {container} time to start before liveness applies: add a startupProbe with the same check "
+                f"(periodSeconds={self.period}, failureThreshold={threshold}, up to {threshold * self.period}s of startup, "
+                f"against about {self.budget}s now), or raise the liveness initialDelaySeconds from {self.delay} to "
+                f"{window}; keep the liveness probe itself as it is."
+            ),
+            "probe_action_command": (
+                f"kubectl patch {obs.kind.lower()}/{obs.name} -n {obs.namespace} --type=strategic -p "
+                f"'{json.dumps(patch, separators=(',', ':'))}'"
+            ),
+        }
+
+
+def slow_start_kill(container: Any, previous_log: str) -> SlowStart | None:
+    """A container stopped by the kubelet (exit 143/137 or SIGTERM in its log) whose previous log
+    shows startup in progress and never finished, with a liveness probe and no startupProbe."""
+    probe = getattr(container, "liveness_probe", None) or {}
+    if not probe or getattr(container, "startup_probe", None):
+        return None
+    lines = [ln for ln in previous_log.splitlines() if ln.strip()]
+    if not lines:
+        return None
+    stop = max((i for i, ln in enumerate(lines) if _SIGTERM.search(ln)), default=None)
+    exit_code = container.last_exit_code
+    if stop is None and exit_code not in (137, 143):
+        return None
+    before = lines[: stop if stop is not None else len(lines)]
+    if not before:
+        return None  # stopped before it logged anything: nothing shows a slow start
+    if any(_STARTED.search(ln) and not _NEGATED.search(ln) for ln in before):
+        return None  # it finished starting: the probe fails for another reason
+    last = lines[stop] if stop is not None else lines[-1]
+    first_t, last_t = _when(lines[0]), _when(last)
+    span = last_t - first_t if first_t is not None and last_t is not None and last_t >= first_t else None
+    started, finished = _when(container.last_started or ""), _when(container.last_finished or "")
+    ran = finished - started if started is not None and finished is not None and finished >= started else None
+    delay = int(probe.get("initial_delay_seconds") or 0)
+    longest = max(x for x in (ran, span, 0.0) if x is not None)
+    if delay and longest and longest < delay:
+        return None  # stopped before liveness even began probing: something else stopped it
+    from sleuth_agent.rca._observe import _strip
+
+    return SlowStart(probe, ran, span, _strip(last).strip(), exit_code)

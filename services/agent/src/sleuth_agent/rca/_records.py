@@ -69,6 +69,7 @@ class ContainerView:
     cpu_request: str = ""
     last_message: str = ""
     last_finished: str = ""
+    last_started: str = ""
     init: bool = False
     readiness_probe: dict[str, Any] = field(default_factory=dict)
     liveness_probe: dict[str, Any] = field(default_factory=dict)
@@ -114,6 +115,7 @@ class ContainerView:
             cpu_request=str(requests.get("cpu", "") or ""),
             last_message=str(_get(last, "message", default="") or ""),
             last_finished=str(_get(last, "finished_at", "finishedAt", default="") or ""),
+            last_started=str(_get(last, "started_at", "startedAt", default="") or ""),
             init=init,
             readiness_probe=_probe(_get(c, "readiness_probe", default=None) or _get(spec, "readinessProbe", default=None)),
             liveness_probe=_probe(_get(c, "liveness_probe", default=None) or _get(spec, "livenessProbe", default=None)),
@@ -157,6 +159,7 @@ def _probe(p: Any) -> dict[str, Any]:
                 "path": h.get("path"),
                 "port": h.get("port"),
                 "command": h.get("command"),
+                "initial_delay_seconds": p.get("initialDelaySeconds", 0),
                 "period_seconds": p.get("periodSeconds", 10),
                 "timeout_seconds": p.get("timeoutSeconds", 1),
                 "failure_threshold": p.get("failureThreshold", 3),
