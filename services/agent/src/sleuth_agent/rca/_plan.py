@@ -187,16 +187,31 @@ def matching(word: str, candidates: Iterable[tuple[str, str]]) -> list[tuple[str
     return hits
 
 
+# Labels that name the object an alert is about, most specific first. ``service`` comes last:
+# it is often where the metric was scraped from rather than the subject.
 _ALERT_OBJECT_LABELS = (
+    ("pod", "pod"),
+    ("persistentvolumeclaim", "pvc"),
     ("deployment", "deployment"),
     ("statefulset", "statefulset"),
     ("daemonset", "daemonset"),
     ("job_name", "job"),
     ("cronjob", "cronjob"),
-    ("pod", "pod"),
     ("service", "service"),
-    ("persistentvolumeclaim", "pvc"),
 )
+# Services that expose metrics about other objects (kube-state-metrics, the kubelet/cAdvisor,
+# node-exporter, Prometheus itself): a ``service`` label naming one says where the metric came from.
+_SCRAPE_SERVICE = re.compile(
+    r"kube-state-metrics|kubelet|cadvisor|node-exporter|prometheus|apiserver|kube-proxy|metrics-server|"
+    r"blackbox-exporter|alertmanager",
+    re.IGNORECASE,
+)
+
+
+def _scrape_service(labels: dict[str, str]) -> bool:
+    """Is the alert's ``service`` label the Prometheus scrape target rather than its subject?"""
+    svc = labels.get("service", "")
+    return bool(svc) and (_SCRAPE_SERVICE.search(svc) is not None or svc == labels.get("job"))
 
 
 @dataclass(frozen=True)
@@ -225,10 +240,16 @@ def alert_target(alerts: Iterable[object]) -> AlertTarget:
         ann = dict(getattr(a, "annotations", {}) or {})
         if labels.get("namespace"):
             ns.append(labels["namespace"])
-        for key, _kind in _ALERT_OBJECT_LABELS:
-            if labels.get(key):
-                objs.append(labels[key])
-        if labels.get("node"):
+        subjects = [
+            labels[key]
+            for key, _kind in _ALERT_OBJECT_LABELS
+            if labels.get(key) and not (key == "service" and _scrape_service(labels))
+        ]
+        objs.extend(subjects)
+        # ``node`` (like ``instance``, ``job``, ``endpoint``, ``prometheus``) is scrape metadata when
+        # the alert names an object: the kubelet on that node reported the metric. Alone, it is
+        # the subject (a node alert).
+        if labels.get("node") and not subjects:
             nodes.append(labels["node"])
         if labels.get("container"):
             containers.append(labels["container"])

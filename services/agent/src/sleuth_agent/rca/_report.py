@@ -83,8 +83,14 @@ def build_result(
         return InvestigationResult(status="denied", answer_markdown=answer, **common)  # type: ignore[arg-type]
     words = ", ".join(dict.fromkeys(w for o in outcomes for w in o.unresolved_words)) or "the name in your question"
     if any(o.unresolved for o in outcomes) and not findings:
-        if cluster_wide:
-            text = f"I could not find a workload matching {words}."
+        readable = list(dict.fromkeys(ns for o in outcomes if o.unresolved for ns in o.named_namespaces))
+        if cluster_wide or readable:
+            # The caller can read where it should be: its absence there is what we found, not an access limit.
+            where = f" in namespace {', '.join(readable)}" if readable else ""
+            text = (
+                f"I could not find a workload matching {words}{where}, so I could not pin down which object "
+                "to investigate; name the pod or workload it belongs to."
+            )
             return InvestigationResult(
                 status="insufficient_evidence",
                 answer_markdown=_md([*lead, text], [], log, unavailable, withheld),
