@@ -78,8 +78,10 @@ async def test_alice_is_answered_through_the_loop_without_leaks(demo_snapshot: P
     assert "checkout-api is OOM-killed" in result.answer_markdown
     assert result.root_cause == base.root_cause
     assert ("tool_calls", "demo: kubectl get pods -n team-a -o wide") in progress
-    # Tool results travel inside data markers.
-    assert "[E08] cluster demo" in fake.requests[1].raw and DATA_OPEN in fake.requests[1].raw
+    # Tool results travel inside data markers, numbered after the deterministic evidence.
+    next_id = f"E{max((int(e.id[1:]) for e in base.evidence), default=0) + 1:02d}"
+    assert new_ids[0] == next_id
+    assert f"[{next_id}] cluster demo" in fake.requests[1].raw and DATA_OPEN in fake.requests[1].raw
     # Nothing of team-b, and no secret value, reached the model.
     bodies = fake.bodies()
     leaked = sorted(n for n in tenant_names(demo_snapshot, "team-b") | {"team-b"} if n in bodies)
