@@ -110,3 +110,44 @@ async def test_stranded_pod_gets_a_force_delete_with_caution_and_its_local_volum
     assert fill(force["command"], v) == "kubectl delete pod broker-1 -n q --grace-period=0 --force"
     text = fill(force["text"], v)
     assert "Caution" in text and "rack2-n7" in text and "data-broker-1" in text
+
+
+async def test_a_namespace_question_states_a_stuck_rollout_too() -> None:
+    """Not only "why is the rollout stuck?": any answer about a Deployment whose rollout timed out says so."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from sleuth_agent.rca._analyse import analyse_cluster
+    from sleuth_agent.rca._plan import parse_question
+    from sleuth_agent.rca._report import build_result
+    from sleuth_agent.settings import AgentSettings
+    from sleuth_common.scope import Scope
+
+    spec = importlib.util.spec_from_file_location("agent_rca_fakes", Path(__file__).parent / "rca_fakes.py")
+    assert spec and spec.loader
+    fakes = importlib.util.module_from_spec(spec)
+    sys.modules["agent_rca_fakes"] = fakes
+    spec.loader.exec_module(fakes)
+    pod = {"namespace": "pay", "name": "ledger-7f6d5c4b3a-qqqqq", "phase": "Running",
+           "owner": {"kind": "ReplicaSet", "name": "ledger-7f6d5c4b3a"},
+           "containers": [{"name": "ledger", "image": "r/ledger:9", "ready": False, "restart_count": 12,
+                           "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                           "last_termination": {"reason": "Error", "exit_code": 2}}]}
+    workloads = [
+        {"namespace": "pay", "kind": "Deployment", "name": "ledger", "replicas": {"desired": 2, "ready": 2, "updated": 1},
+         "conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+                         "message": 'ReplicaSet "ledger-7f6d5c4b3a" has timed out progressing.'}]},
+        {"namespace": "pay", "kind": "ReplicaSet", "name": "ledger-55c4d3b2a1", "replicas": {"desired": 2, "ready": 2},
+         "owner": {"kind": "Deployment", "name": "ledger"}},
+    ]
+    tools = fakes.FakeTools({
+        ("list_pods", "pay"): {"pods": [pod]}, ("list_workloads", "pay"): {"workloads": workloads},
+        ("list_events", "pay"): {"events": []}, ("list_services", "pay"): {"services": []},
+        ("get_pod", pod["name"]): pod, ("pod_logs", pod["name"]): {"log": "2031-01-01T00:00:00Z panic: bad config"},
+    })
+    log = EvidenceLog()
+    out = await analyse_cluster(tools, Scope.of(namespaces=["pay"]), "c1", parse_question("what is broken in pay?"), AgentSettings(), log)
+    result = build_result([out], log, scope_text="pay")
+    assert result.root_cause is not None and result.root_cause.resource == "Deployment/pay/ledger"
+    assert "ProgressDeadlineExceeded" in result.root_cause.summary and "ledger-55c4d3b2a1 2/2" in result.root_cause.summary

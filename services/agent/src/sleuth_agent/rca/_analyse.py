@@ -237,10 +237,8 @@ async def analyse_cluster(
                 wanted.add((ns, name))
     svc_obs = service_findings(got, targets, wanted, log)
 
-    about_rollout = re.search(r"\b(?:roll(?:ed)?[- ]?out|deploy(?:ed|ment)?|release|upgrade|stuck)\b", terms.text.lower())
-    for o in examine:
-        if o.named or about_rollout:  # a namespace overview stays short; a named workload gets the detail
-            _rollout_note(o, got, log)
+    for o in examine:  # a Deployment whose rollout timed out says so, whatever the question asked
+        _rollout_note(o, got, log)
 
     await progress("matching", "matching failure signatures")
     ranked: list[tuple[Finding, Details | None]] = []
@@ -520,8 +518,9 @@ def _variables(obs: WorkloadObservation, match: Match | None) -> dict[str, str]:
 
 
 _DERIVED_KEYS = {
-    "service_no_endpoints": ("service",),
+    "service_no_endpoints": ("service", "service_port"),
     "node_not_ready": ("node", "node_access", "node_local"),
+    "evicted": ("eviction_node",),
     "pvc_pending": ("pvc",),
     "unschedulable_constraints": ("pvc_wait",),
     "unschedulable_resources": ("pvc_wait",),
