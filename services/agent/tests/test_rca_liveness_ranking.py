@@ -1,6 +1,6 @@
 """A liveness probe that kills a slow-starting container is a probe failure, not an app crash:
 the kubelet's Normal ``Killing … failed liveness probe`` event, exit 143 / SIGTERM in the previous
-log while startup was still running, and a probe budget (initialDelaySeconds + failureThreshold ×
+log while startup was still running, and a probe budget (initialDelaySeconds + failureThreshold x
 periodSeconds) with no startupProbe. And ranking: a less confident match never beats a more
 confident alternative of the same workload."""
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 
 from sleuth_agent.rca._analyse import Finding, _variables, rank_matches
+from sleuth_agent.rca._collect import Collected
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._followups import FollowUps, slow_start_kill
-from sleuth_agent.rca._collect import Collected
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._records import ContainerView, EventView, PodView
 from sleuth_agent.rca._report import fill
