@@ -42,6 +42,10 @@ class Collected:
     events: dict[str, list[EventView]] = field(default_factory=dict)
     services: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     results: dict[tuple[str, str], ToolResult] = field(default_factory=dict)  # (tool, namespace)
+    # Follow-ups' findings about a Service, by (namespace, name): (text, variables, cites)
+    service_notes: dict[tuple[str, str], list[tuple[str, dict[str, str], list[tuple[Any, str, list[str]]]]]] = field(
+        default_factory=dict
+    )
 
     def observations(self) -> dict[tuple[str, str, str], WorkloadObservation]:
         """Pods grouped by owning workload, with the events about them."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from sleuth_agent.rca._collect import Collected, Toolbox, _call
 from sleuth_agent.rca._evidence import EvidenceLog
-from sleuth_agent.rca._observe import WorkloadObservation, missing_env_names, next_memory_limit, pull_cause
+from sleuth_agent.rca._observe import WorkloadObservation, clip, missing_env_names, next_memory_limit, pull_cause
 from sleuth_agent.rca._records import PodView, items_of
 
 __all__ = ["FollowUps", "label_selects", "parse_selector", "service_findings"]
@@ -27,8 +27,14 @@ _NET_ERROR = re.compile(
     r"Failed to connect|no route to host|no such host|could not resolve|name resolution",
     re.IGNORECASE,
 )
+_REFUSED = re.compile(r"connection refused|ECONNREFUSED", re.IGNORECASE)
 _DNS_TIMEOUT = re.compile(r"no servers could be reached|lookup .* i/o timeout|name resolution|resolve", re.IGNORECASE)
-_QUOTA = re.compile(r"exceeded quota|failed quota|must specify (limits|requests)", re.IGNORECASE)
+_QUOTA = re.compile(
+    r"exceeded quota|failed quota|must specify (limits|requests)|(?:maximum|minimum) \S+ usage per (?:Container|Pod)|"
+    r"limit to request ratio per",
+    re.IGNORECASE,
+)
+_LIMIT_RANGE = re.compile(r"(maximum|minimum) (\S+) usage per (Container|Pod) is (\S+?),? but (limit|request) is (\S+?)[\],.]*(?:\s|$)", re.IGNORECASE)
 
 
 def parse_selector(text: str | None) -> dict[str, str] | None:
@@ -115,14 +121,20 @@ class FollowUps:
             await self._quota(obs)
         if "NodeNotReady" in facts.event_reason or (pod is not None and pod.deleting):
             await self._node(obs, pod)
+        if "Evicted" in facts.pod_reason:
+            await self._eviction_node(obs)
         if any("probe failed" in m or _LIVENESS_FAILED.search(m) for m in facts.event_message):
             self._probe(obs, container, facts.event_message)
             if pod is not None:
                 self._probe_recovered(obs, pod, container, facts.event_message)
         if any(_NET_ERROR.search(line) for line in facts.log):
             await self._network(obs, pod, facts.log)
+        if any(_REFUSED.search(line) for line in facts.log):
+            await self._service_ports(obs, [ln for ln in facts.log if _REFUSED.search(ln)])
         if container is not None:
             await self._env(obs, container)
+        if pod is not None and container is not None and container.init and container.state == "running":
+            self._init_wait(obs, pod, container)
         pulls = [m for m in facts.event_message + facts.waiting_message if "pull" in m.lower() or "image" in m.lower()]
         if pod is not None and container is not None and (
             {"ErrImagePull", "ImagePullBackOff"} & set(facts.waiting_reason) or any("Failed to pull" in m for m in pulls)
@@ -214,6 +226,47 @@ class FollowUps:
                 obs.cites.append((r, f"pod {other.name} ({other.workload[0]} {other.workload[1]}): imagePullSecrets {', '.join(secrets)}", [f"image registry {registry}", f"imagePullSecrets: {', '.join(secrets)}"]))
             return f"{other.workload[0]} {other.workload[1]}", secrets
         return "", ()
+
+    # -- an init container that waits for a dependency ---------------------------------------
+    def _init_wait(self, obs: WorkloadObservation, pod: PodView, container: Any) -> None:
+        """An init container still running (pod not initialised) whose current log keeps saying it
+        waits for, or cannot connect to, a host: that dependency is what holds the pod in Init."""
+        text = obs.logs.get((pod.name, container.name, False), "")
+        waits = [ln for ln in (_strip_ts(x) for x in text.splitlines()) if ln and _WAITING.search(ln)]
+        if len(waits) < 3:
+            return
+        hosts = [m.group(1) for ln in waits for m in [_HOST_PORT.search(ln)] if m]
+        endpoint = max(set(hosts), key=hosts.count) if hosts else ""
+        stamps = [t for t in (_when(x) for x in text.splitlines() if x.strip()) if t is not None]
+        span = (max(stamps) - min(stamps)) if len(stamps) >= 2 else None
+        line = waits[-1][:200]
+        where = endpoint or "its dependency"
+        dep = ""
+        if endpoint:
+            host = endpoint.rsplit(":", 1)[0]
+            parts = host.split(".")
+            if len(parts) >= 2 and (len(parts) == 2 or parts[2] == "svc"):
+                dep_ns = parts[1]
+                dep = f" That is Service {parts[0]} in namespace {dep_ns}"
+                if dep_ns != obs.namespace and dep_ns not in self.got.pods:
+                    dep += ", which this investigation did not read (outside the namespaces asked about or your access)"
+                dep += ": check that its pods are running and ready and that its endpoints are populated."
+        lasted = f" over {span / 60:.0f} min" if span is not None and span >= 60 else ""
+        text_out = (
+            f"Init container {container.name} of pod {pod.name} is still running and has not finished "
+            f"(no restarts): its current log says {len(waits)} times{lasted} that it is waiting for {where} "
+            f'(last: "{line}"), so the app containers never start.{dep}'
+        )
+        for r in self.log.results:
+            a = r.args or {}
+            if r.tool == "pod_logs" and r.ok and a.get("name") == pod.name and a.get("container") == container.name and not a.get("previous"):
+                obs.cites.append((r, f"current log of init container {container.name} ({len(text.splitlines())} lines)", [line]))
+                break
+        obs.derive("init_wait", text_out)
+        obs.derive("dependency", text_out)
+        obs.variables.update({"init_wait": text_out, "dependency_line": line, "init_container": container.name})
+        if endpoint:
+            obs.variables["endpoint"] = endpoint
 
     # -- environment ---------------------------------------------------------------------------
     async def _env(self, obs: WorkloadObservation, container: Any) -> None:
@@ -396,8 +449,38 @@ class FollowUps:
                 text += f"; at its limit: {', '.join(full)}"
             obs.derive("quota", text + ".")
             hl.append(text[:160])
+        for lr in r.data.get("limit_ranges") or []:
+            parts = []
+            for item in lr.get("limits") or []:
+                bounds = [
+                    f"{word} {', '.join(f'{k}={v}' for k, v in sorted((item.get(key) or {}).items()))}"
+                    for key, word in (("max", "max"), ("min", "min"), ("default", "default limit"), ("default_request", "default request"))
+                    if item.get(key)
+                ]
+                if bounds:
+                    parts.append(f"{item.get('type')}: {'; '.join(bounds)}")
+            if parts:
+                text = f"LimitRange {lr.get('name')}: " + " | ".join(parts)
+                obs.derive("quota", text + ".")
+                hl.append(text[:200])
         if hl:
-            obs.cites.append((r, f"resource quotas in {obs.namespace}", hl))
+            obs.cites.append((r, f"resource quotas and limit ranges in {obs.namespace}", hl))
+        messages = " ".join(obs.facts().workload_condition + obs.facts().event_message)
+        m = _LIMIT_RANGE.search(messages)
+        if m:
+            bound, resource, per, allowed, which, asked = m.groups()
+            obs.variables.update({"lr_bound": bound.lower(), "lr_resource": resource, "lr_per": per, "lr_allowed": allowed, "lr_which": which, "lr_value": asked})
+        # A past termination of a pod that runs again now is history: the new pods are never created.
+        for p in obs.pods:
+            for c in p.containers:
+                if p.healthy and c.last_reason:
+                    limit = f" at its {c.memory_limit} memory limit" if c.memory_limit and c.last_reason == "OOMKilled" else ""
+                    obs.derive(
+                        "quota",
+                        f"Pod {p.name} (ReplicaSet {p.owner_name}) was {c.last_reason}{limit} earlier and is running again: "
+                        "that is history (likely why the resources were changed), not what blocks the new pods.",
+                    )
+                    break
 
     # -- nodes -------------------------------------------------------------------------------
     async def _node(self, obs: WorkloadObservation, pod: PodView | None) -> None:
@@ -423,6 +506,62 @@ class FollowUps:
                 text = f"Node {node} is not ready: Ready={ready} ({cond.get('reason', '')}: {cond.get('message', '')})."
                 obs.derive("node", text)
                 obs.cites.append((r, f"node {node}: Ready={ready}", [text[:160]]))
+
+    async def _eviction_node(self, obs: WorkloadObservation) -> None:
+        """Evicted pods: the node that evicted them, its pressure conditions, taints and the
+        kubelet's EvictionThresholdMet events (cluster-wide callers); otherwise name the node."""
+        counts: dict[str, int] = {}
+        for p in obs.pods:
+            if p.reason == "Evicted" and p.node:
+                counts[p.node] = counts.get(p.node, 0) + 1
+        if not counts:
+            return
+        node = max(counts, key=lambda n: (counts[n], n))
+        evicted = sum(counts.values())
+        on = (
+            f"The evicted pod ran on node {node}" if evicted == 1
+            else f"All {evicted} evicted pods ran on node {node}" if counts[node] == evicted
+            else f"{counts[node]} of the {evicted} evicted pods ran on node {node}"
+        )
+        obs.variables["node"] = node
+        if not (self.cluster_wide and self.tools.has_tool("list_nodes")):
+            obs.derive("eviction_node", f"{on}; the node's own status is outside your access (nodes are readable only with cluster-wide access).")
+            return
+        r = await self._read("list_nodes", {})
+        if not r.ok:
+            obs.derive("eviction_node", f"{on}.")
+            return
+        rec = next((n for n in items_of(r.data, "nodes") if n.get("name") == node), None)
+        if rec is None:
+            obs.derive("eviction_node", f"{on}, which no longer exists.")
+            return
+        pressure = [
+            f"{c.get('type')}=True" + (f" ({c.get('message')})" if c.get("message") else "")
+            for c in rec.get("conditions") or []
+            if str(c.get("type", "")).endswith("Pressure") and c.get("status") == "True"
+        ]
+        taints = [f"{t.get('key')}:{t.get('effect')}" for t in rec.get("taints") or []]
+        alloc = (rec.get("allocatable") or {}).get("memory")
+        text = f"{on}: " + ("; ".join(pressure) if pressure else "no pressure condition is set on it now")
+        if taints:
+            text += f"; taints {', '.join(taints)}"
+        if alloc:
+            text += f"; allocatable memory {alloc}"
+        hl = [clip(x, 160) for x in [*pressure, *(["taints: " + ", ".join(taints)] if taints else [])]]
+        obs.cites.append((r, f"node {node}: " + (", ".join(x.split(" (")[0] for x in pressure) or "no pressure now"), hl or [f"node {node}"]))
+        ev = await self._read("list_events", {"namespace": "default", "involved_object_name": node})
+        if ev.ok:
+            from sleuth_agent.rca._records import EventView
+
+            kubelet = [
+                e for e in (EventView.parse(x) for x in items_of(ev.data, "events"))
+                if e.object_name == node and (e.reason in ("EvictionThresholdMet", "NodeHasInsufficientMemory", "NodeHasDiskPressure") or "reclaim" in e.message.lower())
+            ]
+            if kubelet:
+                e = kubelet[0]
+                text += f"; the kubelet reported {e.reason}: \"{clip(e.message, 160)}\"" + (f" ({e.count} times)" if e.count > 1 else "")
+                obs.cites.append((ev, f"events of node {node}", [f"{x.reason}: {clip(x.message, 160)}" for x in kubelet[:3]]))
+        obs.derive("eviction_node", text + ".")
 
     # -- probes ------------------------------------------------------------------------------
     def _probe(self, obs: WorkloadObservation, container: Any, messages: list[str]) -> None:
@@ -485,6 +624,81 @@ class FollowUps:
                 "probe_recovered",
                 f"The failed probe (port {', '.join(sorted(ports))}) belongs to container {names}, which is ready now: "
                 "that failure has recovered and does not explain this one.",
+            )
+
+    # -- a Service that forwards to a port its pods do not serve -------------------------------
+    async def _service_ports(self, obs: WorkloadObservation, lines: list[str]) -> None:
+        """A client's connection is refused by a Service (its ClusterIP or its name in the log):
+        compare the Service's targetPort (and its Endpoints' port) with the containerPorts of the
+        pods it selects. Nothing listening on the targetPort refuses every connection although
+        the pods are Ready; the finding is kept for the Service (``Collected.service_notes``)."""
+        text = " ".join(lines)
+        for svc in self.got.services.get(obs.namespace, []):
+            name = str(svc.get("name") or "")
+            if not name or name == obs.name:
+                continue
+            ip = str(svc.get("cluster_ip") or "")
+            ports = [p for p in svc.get("ports") or [] if isinstance(p, dict)]
+            used: dict[str, Any] | None = None
+            m = re.search(rf"(?<![\d.]){re.escape(ip)}:(\d+)", text) if ip and ip != "None" else None
+            if m:
+                used = next((p for p in ports if str(p.get("port")) == m.group(1)), None)
+            elif re.search(rf"(?<![-\w.]){re.escape(name)}(?:\.{re.escape(obs.namespace)})?(?:\.svc(?:\.[\w.-]+)?)?(?::\d+)?(?![-\w])", text):
+                mp = re.search(rf"(?<![-\w.]){re.escape(name)}(?:\.[\w.-]+)?:(\d+)", text)
+                used = next((p for p in ports if mp and str(p.get("port")) == mp.group(1)), None) or (ports[0] if len(ports) == 1 else None)
+            if used is None:
+                continue
+            sel = parse_selector(svc.get("selector"))
+            if not sel:
+                continue
+            selected = [q for q in self.got.pods.get(obs.namespace, []) if label_selects(sel, dict(q.labels))]
+            if not selected:
+                continue
+            target = used.get("target_port", used.get("targetPort", used.get("port")))
+            r = await self._read("get_pod", {"namespace": obs.namespace, "name": sorted(selected, key=lambda q: (not q.healthy, q.name))[0].name})
+            if not r.ok or not isinstance(r.data, dict):
+                continue
+            declared = _container_ports(r.data.get("pod", r.data))
+            if not declared:
+                continue  # the pods declare no ports: nothing to compare with
+            numeric = str(target).isdigit()
+            served = any((str(pt) == str(target)) if numeric else (pn == str(target)) for _c, pn, pt in declared)
+            if served:
+                continue
+            eps = svc.get("endpoints") if isinstance(svc.get("endpoints"), dict) else {}
+            ep_ports = ", ".join(str(x.get("port")) for x in (eps.get("ports") or []) if isinstance(x, dict))
+            ready = len(eps.get("ready") or []) if eps else 0
+            listen = ", ".join(f"{pt}" + (f" ({pn})" if pn else "") for _c, pn, pt in declared)
+            pick = next((pt for _c, pn, pt in declared if pn and pn == used.get("name")), None) or next(
+                (pt for _c, pn, pt in declared if pn in ("http", "web", "api", "grpc")), None
+            ) or declared[0][2]
+            wl = selected[0].workload
+            note = (
+                f"Service {name} (ClusterIP {ip}) sends port {used.get('port')} to targetPort {target}"
+                + (f" (its Endpoints list port {ep_ports} on {ready} ready pod(s))" if ep_ports else "")
+                + f", but the pods it selects ({wl[0]} {wl[1]}) declare containerPort {listen}: nothing listens on "
+                f"{target}, so connections through the Service are refused although the pods are Ready. "
+                f"The log of {obs.kind} {obs.name} shows it: {clip(lines[-1], 200)}"
+            )
+            patch = json.dumps(
+                {"spec": {"ports": [{"port": used.get("port"), "targetPort": int(pick) if pick.isdigit() else pick}]}}, separators=(",", ":")
+            )
+            variables = {
+                "service_target_port": str(target),
+                "service_port": str(used.get("port")),
+                "container_port": str(pick),
+                "service_patch": f"kubectl patch service {name} -n {obs.namespace} -p '{patch}'",
+                "client": f"{obs.kind} {obs.name}",
+            }
+            svc_result = self.got.results.get(("list_services", obs.namespace))
+            cites: list[tuple[Any, str, list[str]]] = []
+            if svc_result is not None:
+                cites.append((svc_result, f"Service {name}: port {used.get('port')} → targetPort {target}", [f"targetPort {target}", *([f"endpoints port {ep_ports}"] if ep_ports else [])]))
+            cites.append((r, f"pod {selected[0].name}: containerPort {listen}", [f"containerPort {listen}"]))
+            self.got.service_notes.setdefault((obs.namespace, name), []).append((note, variables, cites))
+            obs.derive(
+                "dependency",
+                f"The refused connections go to Service {name}, whose targetPort {target} is not a port its pods serve ({listen}).",
             )
 
     # -- network -----------------------------------------------------------------------------
@@ -563,11 +777,20 @@ def service_findings(
         r = got.results.get(("list_services", ns))
         for svc in got.services.get(ns, []):
             name = str(svc.get("name"))
-            if (ns, name) not in wanted:
+            if (ns, name) not in wanted and (ns, name) not in got.service_notes:
                 continue
             sel = parse_selector(svc.get("selector"))
             if not sel:
                 continue  # no selector: endpoints are managed by hand
+            notes = got.service_notes.get((ns, name))
+            if notes:
+                obs = WorkloadObservation(ns, "Service", name, named=True)
+                for note, variables, cites in notes[:1]:
+                    obs.derive("service_port", note)
+                    obs.variables.update(variables)
+                    obs.cites.extend(cites)
+                out.append(obs)
+                continue
             eps = svc.get("endpoints") or {}
             ready = eps.get("ready") if isinstance(eps, dict) else None
             if ready:
@@ -594,6 +817,23 @@ def service_findings(
     return out
 
 
+def _container_ports(pod: Any) -> list[tuple[str, str, str]]:
+    """(container, port name, port number) declared by a pod, from kube-mcp's or the API's shape."""
+    out = []
+    if not isinstance(pod, dict):
+        return out
+    containers = pod.get("containers") or (pod.get("spec") or {}).get("containers") or []
+    for c in containers:
+        if not isinstance(c, dict):
+            continue
+        for p in c.get("ports") or []:
+            if isinstance(p, dict):
+                num = p.get("container_port", p.get("containerPort"))
+                if num is not None:
+                    out.append((str(c.get("name") or ""), str(p.get("name") or ""), str(num)))
+    return out
+
+
 # -- a liveness probe that kills a slow-starting container ---------------------------------------
 _LIVENESS_FAILED = re.compile(r"Liveness probe failed|failed liveness probe", re.IGNORECASE)
 _SIGTERM = re.compile(
@@ -605,6 +845,25 @@ _STARTED = re.compile(
     re.IGNORECASE,
 )
 _NEGATED = re.compile(r"\b(?:not|yet|before|until|never|failed|unable)\b|n't\b", re.IGNORECASE)
+_WAITING = re.compile(
+    r"\bwaiting for\b|\bstill waiting\b|connection refused|ECONNREFUSED|timed out|\btimeout\b|no route to host|"
+    r"unreachable|not (?:yet )?(?:ready|available|reachable)|retrying|could not connect|couldn't connect|"
+    r"failed to connect|\bdown\b|no response",
+    re.IGNORECASE,
+)
+_HOST_PORT = re.compile(
+    r"\b((?:\d{1,3}\.){3}\d{1,3}:\d{2,5}|(?=[-a-z0-9.]*[a-z])[a-z0-9][-a-z0-9.]*[a-z0-9]:\d{2,5})\b", re.IGNORECASE
+)
+
+
+def _strip_ts(line: str) -> str:
+    """A log line without its leading timestamps (the kubelet's and the app's own)."""
+    line = line.strip()
+    for _ in range(2):
+        line = re.sub(r"^\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s*", "", line)
+    return line
+
+
 _LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(Z|[+-]\d\d:\d\d)?\s")
 
 

@@ -262,6 +262,14 @@ class WorkloadObservation:
         ]
         if failed_init and failed_init[0].reason not in ("", "PodInitializing"):
             return pod, failed_init[0]
+        # An init container that is still running (it never restarted, so nothing failed yet)
+        # holds the pod in Init: its current log says what it waits for.
+        initialising = any(t == "Initialized" and st != "True" for t, st, _r, _m in pod.conditions) or (
+            bool(pod.containers) and all(c.state == "waiting" and c.reason == "PodInitializing" for c in pod.containers)
+        )
+        stuck_init = [c for c in pod.init_containers if c.state == "running" and not c.ready]
+        if initialising and stuck_init:
+            return pod, stuck_init[0]
         bad = [c for c in pod.containers if not c.ready] or list(pod.containers)
         bad.sort(key=lambda c: (-c.restart_count, c.name))
         return pod, (bad[0] if bad else None)
