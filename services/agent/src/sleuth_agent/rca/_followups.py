@@ -133,6 +133,8 @@ class FollowUps:
             await self._service_ports(obs, [ln for ln in facts.log if _REFUSED.search(ln)])
         if container is not None:
             await self._env(obs, container)
+        if obs.quiet and container is not None and obs.kind in ("Deployment", "StatefulSet"):
+            await self._hpa_saturation(obs, container)
         if pod is not None and container is not None and container.init and container.state == "running":
             self._init_wait(obs, pod, container)
         pulls = [m for m in facts.event_message + facts.waiting_message if "pull" in m.lower() or "image" in m.lower()]
@@ -226,6 +228,63 @@ class FollowUps:
                 obs.cites.append((r, f"pod {other.name} ({other.workload[0]} {other.workload[1]}): imagePullSecrets {', '.join(secrets)}", [f"image registry {registry}", f"imagePullSecrets: {', '.join(secrets)}"]))
             return f"{other.workload[0]} {other.workload[1]}", secrets
         return "", ()
+
+    # -- Ready pods that are slow: an HPA at its maximum with CPU at the limit ------------------
+    async def _hpa_saturation(self, obs: WorkloadObservation, container: Any) -> None:
+        """Pods Running and Ready but slow: the HPA that scales the workload is at maxReplicas and
+        its CPU utilisation (of the request) puts each pod at its CPU limit, so the pods are
+        throttled and cannot be scaled out further."""
+        if not self.tools.has_tool("list_resources"):
+            return
+        r = await self._read("list_resources", {"kind": "horizontalpodautoscalers", "namespace": obs.namespace})
+        if not r.ok:
+            return
+        hpa = next((h for h in items_of(r.data, "items") if str(h.get("target")) == f"{obs.kind}/{obs.name}"), None)
+        if hpa is None:
+            return
+        name = str(hpa.get("name"))
+        full = await self._read("get_resource", {"kind": "HorizontalPodAutoscaler", "name": name, "namespace": obs.namespace})
+        spec = (full.data.get("spec") or {}) if full.ok and isinstance(full.data, dict) else {}
+        status = (full.data.get("status") or {}) if full.ok and isinstance(full.data, dict) else {}
+        top = hpa.get("max_replicas") or spec.get("maxReplicas")
+        current = hpa.get("current_replicas") or status.get("currentReplicas")
+        conds = hpa.get("conditions") or status.get("conditions") or []
+        limited = next((c for c in conds if c.get("type") == "ScalingLimited" and c.get("status") == "True"), None)
+        util = None
+        for m in status.get("currentMetrics") or []:
+            res = m.get("resource") or {}
+            if res.get("name") == "cpu":
+                util = (res.get("current") or {}).get("averageUtilization")
+        target = next((m.get("target") for m in hpa.get("metrics") or [] if m.get("resource") == "cpu"), None)
+        at_max = top is not None and current is not None and int(current) >= int(top)
+        if not (at_max or limited) or util is None:
+            return
+        req, lim = _millicores(container.cpu_request), _millicores(container.cpu_limit)
+        if req is None:
+            return
+        used = req * float(util) / 100
+        text = (
+            f"HorizontalPodAutoscaler {name} is at maxReplicas ({current}/{top})"
+            + (f", {limited.get('reason')}" if limited else "")
+            + f", with CPU at {util}% of the {container.cpu_request} request"
+            + (f" (target {target}%)" if target else "")
+            + f", about {used:.0f}m per pod"
+        )
+        if lim is not None and used >= 0.9 * lim:
+            text += (
+                f": that is the container's {container.cpu_limit} CPU limit, so {container.name} is CPU-throttled and "
+                "the HPA cannot add pods: requests queue and get slow while every pod stays Ready."
+            )
+            obs.derive("cpu_saturated", text)
+        else:
+            obs.derive("hpa_maxed", text + ".")
+        slow = [e for e in obs.events if e.type == "Warning" and e.reason == "Unhealthy"]
+        if slow:
+            obs.derive("cpu_saturated" if "cpu_saturated" in obs.derived else "hpa_maxed",
+                       f"{sum(e.count for e in slow)} readiness/liveness probe failure(s) recorded: \"{clip(slow[0].message, 140)}\".")
+        obs.variables["cpu_saturation"] = " ".join(obs.derived.get("cpu_saturated", [text]))
+        obs.cites.append((full if full.ok else r, f"HorizontalPodAutoscaler {name}: {current}/{top} replicas, CPU {util}%",
+                          [f"maxReplicas {top}", f"cpu {util}% of request {container.cpu_request}", *([f"{limited.get('reason')}: {clip(str(limited.get('message', '')), 120)}"] if limited else [])]))
 
     # -- an init container that waits for a dependency ---------------------------------------
     def _init_wait(self, obs: WorkloadObservation, pod: PodView, container: Any) -> None:
@@ -815,6 +874,13 @@ def service_findings(
                 obs.cites.append((r, f"Service {name}: selector {sel_text}, 0 ready endpoints", [f"selector {sel_text}", "endpoints: none"]))
             out.append(obs)
     return out
+
+
+def _millicores(q: str) -> float | None:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(m?)", (q or "").strip())
+    if not m:
+        return None
+    return float(m.group(1)) * (1 if m.group(2) else 1000)
 
 
 def _container_ports(pod: Any) -> list[tuple[str, str, str]]:
