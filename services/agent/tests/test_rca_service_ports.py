@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from sleuth_agent.rca._collect import Collected
-from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._followups import service_findings
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._records import PodView

@@ -17,7 +17,13 @@ from typing import Any
 
 from sleuth_agent.rca._collect import Collected, Toolbox, _call
 from sleuth_agent.rca._evidence import EvidenceLog
-from sleuth_agent.rca._observe import WorkloadObservation, clip, missing_env_names, next_memory_limit, pull_cause
+from sleuth_agent.rca._observe import (
+    WorkloadObservation,
+    clip,
+    missing_env_names,
+    next_memory_limit,
+    pull_cause,
+)
 from sleuth_agent.rca._records import PodView, items_of
 
 __all__ = ["FollowUps", "label_selects", "parse_selector", "service_findings"]
