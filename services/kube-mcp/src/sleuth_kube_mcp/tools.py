@@ -14,7 +14,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from sleuth_kube_mcp._kubectl import kubectl_for
+from sleuth_common.mcp import kubectl_command as kubectl_for
 from sleuth_kube_mcp._metrics import Metrics
 from sleuth_kube_mcp.analysis import analyze_logs, subgraph
 from sleuth_kube_mcp.kube import KubeApiError, KubeUnavailable

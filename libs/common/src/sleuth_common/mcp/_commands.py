@@ -22,7 +22,10 @@ def _ns(args: Mapping[str, Any]) -> str:
 
 
 def kubectl_command(tool: str, args: Mapping[str, Any] | None) -> str:
-    """The kubectl command that reads what ``tool`` read, or "" when there is none."""
+    """The kubectl command that reads what ``tool`` read, or "" when there is none.
+
+    The one table for kube-mcp's tools: kube-mcp quotes it in its error results, the investigators
+    in their evidence."""
     a = dict(args or {})
     if tool == "list_pods":
         cmd = f"kubectl get pods{_ns(a)}"
@@ -41,6 +44,8 @@ def kubectl_command(tool: str, args: Mapping[str, Any] | None) -> str:
             cmd += " --previous"
         if a.get("tail_lines"):
             cmd += f" --tail={int(a['tail_lines'])}"
+        if a.get("since_seconds"):
+            cmd += f" --since={int(a['since_seconds'])}s"
         return cmd
     if tool == "list_events":
         cmd = f"kubectl get events{_ns(a)}"
@@ -49,6 +54,9 @@ def kubectl_command(tool: str, args: Mapping[str, Any] | None) -> str:
             selectors.append(f"involvedObject.name={a['involved_object_name']}")
         if a.get("involved_object_kind"):
             selectors.append(f"involvedObject.kind={a['involved_object_kind']}")
+        types = a.get("types") or []
+        if isinstance(types, list | tuple) and len(types) == 1:
+            selectors.append(f"type={types[0]}")
         if selectors:
             cmd += f" --field-selector {_q(','.join(selectors))}"
         return cmd
