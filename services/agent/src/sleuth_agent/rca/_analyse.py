@@ -14,6 +14,7 @@ from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._followups import FollowUps, service_findings
 from sleuth_agent.rca._observe import WorkloadObservation, clip, error_lines, next_memory_limit
 from sleuth_agent.rca._plan import AlertTarget, QuestionTerms, matching, mentions, resolve_names
+from sleuth_agent.rca._recency import recovered, reference_time
 from sleuth_agent.rca._records import EventView, PodView, items_of
 from sleuth_agent.rca._signatures import Match, load_catalog, match_all
 from sleuth_agent.settings import AgentSettings
@@ -85,20 +86,26 @@ async def _noop(stage: str, message: str) -> None:
     return None
 
 
-def _troubled(pod: PodView, obs: WorkloadObservation) -> bool:
+def _troubled(pod: PodView, obs: WorkloadObservation, now: float | None = None) -> bool:
     """A ready pod that is still in trouble: it restarts, and the kubelet keeps saying why (events
-    live about an hour, so a repeated warning is recent)."""
+    live about an hour, so a repeated warning is recent). A pod whose last restart and last warning
+    are well before ``now`` and that has been running and ready since has recovered: that is
+    history, noted on the observation, not a current failure."""
+    note = recovered(pod, obs.events, now)
+    if note is not None:
+        obs.derive("history", note)
+        return False
     warn = [e for e in obs.events if e.object_name == pod.name and e.reason in _TROUBLE_EVENTS and _telling(e)]
     if pod.restarts and any(e.count >= 3 for e in warn):
         return True
     return any(e.count >= 3 and e.reason in ("Unhealthy", "BackOff") for e in warn) and pod.restarts > 0
 
 
-def _failing(obs: WorkloadObservation) -> bool:
+def _failing(obs: WorkloadObservation, now: float | None = None) -> bool:
     w = obs.workload
     if obs.pods and not obs.healthy:
         return True
-    if any(_troubled(p, obs) for p in obs.pods):
+    if any([_troubled(p, obs, now) for p in obs.pods]):
         return True
     if w is not None:
         conds = " ".join(f"{t}={s} {r}" for t, s, r, _m in w.conditions)
@@ -211,7 +218,10 @@ async def analyse_cluster(
             )
             out.namespace_evidence.append(eid)
 
-    failing = [o for o in chosen if _failing(o)]
+    now = reference_time(
+        [p for ns in targets for p in got.pods.get(ns, [])], [e for ns in targets for e in got.events.get(ns, [])]
+    )
+    failing = [o for o in chosen if _failing(o, now)]
     # A workload the question names is read even when its pods look fine: its logs may say why.
     quiet_named = [o for o in chosen if o.named and o not in failing and o.pods]
     out.healthy = [o for o in chosen if o not in failing and (o.pods or o.workload is not None)]

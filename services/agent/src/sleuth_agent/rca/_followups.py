@@ -1015,6 +1015,9 @@ class SlowStart:
         }
 
 
+_UPTIME = 3600.0  # seconds: a container that ran longer than this had started
+
+
 def slow_start_kill(container: Any, previous_log: str) -> SlowStart | None:
     """A container stopped by the kubelet (exit 143/137 or SIGTERM in its log) whose previous log
     shows startup in progress and never finished, with a liveness probe and no startupProbe."""
@@ -1038,6 +1041,8 @@ def slow_start_kill(container: Any, previous_log: str) -> SlowStart | None:
     span = last_t - first_t if first_t is not None and last_t is not None and last_t >= first_t else None
     started, finished = _when(container.last_started or ""), _when(container.last_finished or "")
     ran = finished - started if started is not None and finished is not None and finished >= started else None
+    if (ran is not None and ran > _UPTIME) or (span is not None and span > _UPTIME):
+        return None  # a run that long was up and serving: that is an uptime, not a start-up
     delay = int(probe.get("initial_delay_seconds") or 0)
     longest = max(x for x in (ran, span, 0.0) if x is not None)
     if delay and longest and longest < delay:

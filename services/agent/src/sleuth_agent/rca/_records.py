@@ -76,6 +76,7 @@ class ContainerView:
     env_names: tuple[str, ...] = ()  # names only, never values
     env_from: tuple[tuple[str, str, str], ...] = ()  # (configmap|secret, name, prefix)
     startup_probe: dict[str, Any] = field(default_factory=dict)
+    started_at: str = ""  # when the current (running) state began
 
     @classmethod
     def parse(cls, c: dict[str, Any], spec: dict[str, Any] | None = None, init: bool = False) -> ContainerView:
@@ -122,6 +123,7 @@ class ContainerView:
             env_names=_env_names(_get(c, "env", default=None) or _get(spec, "env", default=None)),
             env_from=_env_from(_get(c, "env_from", default=None) or _get(spec, "envFrom", default=None)),
             startup_probe=_probe(_get(c, "startup_probe", default=None) or _get(spec, "startupProbe", default=None)),
+            started_at=str(_get(detail, "started_at", "startedAt", default="") or "") if kind == "running" else "",
         )
 
 
@@ -193,6 +195,7 @@ class PodView:
     labels: tuple[tuple[str, str], ...] = ()
     service_account: str = ""
     image_pull_secrets: tuple[str, ...] | None = None  # None: the record does not say (list_pods)
+    ready_since: str = ""  # lastTransitionTime of the Ready condition when it is True
 
     @classmethod
     def parse(cls, p: dict[str, Any]) -> PodView:
@@ -285,6 +288,14 @@ class PodView:
                 _get(p, "service_account", default="") or _get(spec, "serviceAccountName", default="") or ""
             ),
             image_pull_secrets=_pull_secrets(p, spec),
+            ready_since=next(
+                (
+                    str(c.get("last_transition") or c.get("lastTransitionTime") or c.get("last_transition_time") or "")
+                    for c in conds_raw
+                    if isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
+                ),
+                "",
+            ),
         )
 
     @property
@@ -339,6 +350,7 @@ class EventView:
     object_kind: str = ""
     object_name: str = ""
     count: int = 1
+    last_seen: str = ""  # lastTimestamp (or eventTime / firstTimestamp), "" when the record has none
 
     @classmethod
     def parse(cls, e: dict[str, Any]) -> EventView:
@@ -355,6 +367,11 @@ class EventView:
             object_kind=str(_get(e, "involved_object_kind", default="") or _get(io, "kind", default="")),
             object_name=str(_get(e, "involved_object_name", default="") or _get(io, "name", default="")),
             count=int(_get(e, "count", default=1) or 1),
+            last_seen=str(
+                _get(e, "last_timestamp", "lastTimestamp", "event_time", "eventTime", "first_timestamp", "firstTimestamp", default="")
+                or _get(_get(e, "series", default={}) or {}, "lastObservedTime", default="")
+                or ""
+            ),
         )
 
 

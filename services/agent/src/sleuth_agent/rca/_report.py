@@ -125,6 +125,9 @@ def build_result(
         if healthy and not log.unavailable:
             names = ", ".join(sorted(f"{o.kind}/{o.name}" for o in healthy)[:10])
             text = f"Nothing is failing in {where}: every pod of {names} is running and ready."
+            history = list(dict.fromkeys(h for o in healthy for h in o.derived.get("history", [])))
+            if history:
+                text += " Earlier trouble has recovered: " + "; ".join(history[:3]) + "."
             cite = [e for o in outcomes for e in o.namespace_evidence]
             rc = RootCause(
                 family="healthy", resource="", summary=text, confidence="high" if cite else "medium"
