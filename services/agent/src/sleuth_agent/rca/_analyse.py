@@ -17,6 +17,7 @@ from sleuth_agent.rca._plan import AlertTarget, QuestionTerms, matching, mention
 from sleuth_agent.rca._recency import recovered, reference_time
 from sleuth_agent.rca._records import EventView, PodView, items_of
 from sleuth_agent.rca._signatures import Match, load_catalog, match_all
+from sleuth_agent.rca._symptoms import asserted_symptoms
 from sleuth_agent.settings import AgentSettings
 from sleuth_common.scope import Scope
 
@@ -80,6 +81,7 @@ class ClusterOutcome:
     skipped_namespaces: int = 0
     namespace_evidence: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    symptoms: list[str] = field(default_factory=list)  # current problems the question asserts
 
 
 async def _noop(stage: str, message: str) -> None:
@@ -94,6 +96,9 @@ def _troubled(pod: PodView, obs: WorkloadObservation, now: float | None = None) 
     note = recovered(pod, obs.events, now)
     if note is not None:
         obs.derive("history", note)
+        minutes = re.search(r"about (\d+) min before", note)
+        if minutes:
+            obs.derive("history_minutes", minutes.group(1))
         return False
     warn = [e for e in obs.events if e.object_name == pod.name and e.reason in _TROUBLE_EVENTS and _telling(e)]
     if pod.restarts and any(e.count >= 3 for e in warn):
@@ -131,6 +136,7 @@ async def analyse_cluster(
     alert: AlertTarget | None = None,
 ) -> ClusterOutcome:
     out = ClusterOutcome(cluster)
+    out.symptoms = asserted_symptoms(terms.text)
     timeout = settings.tool_timeout
     known = sorted(ns for ns in scope.namespaces if ns)
     if scope.cluster_wide and not known:

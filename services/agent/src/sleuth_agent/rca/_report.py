@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 
 from sleuth_agent.rca._analyse import ClusterOutcome, Finding
 from sleuth_agent.rca._evidence import EvidenceLog
+from sleuth_agent.rca._observe import WorkloadObservation
+from sleuth_agent.rca._symptoms import ongoing, request_level
 from sleuth_common.messages import Action, Candidate, InvestigationResult, RootCause
 
 __all__ = ["build_result", "fill", "simple_result"]
@@ -52,6 +54,68 @@ def _actions(f: Finding) -> list[Action]:
         Action(text=fill(a.get("text", ""), f.variables), command=fill(a.get("command", ""), f.variables))
         for a in f.match.signature.actions
     ]
+
+
+_RECENT_HISTORY_MIN = 180  # a recovered blip older than this does not explain a problem reported now
+
+
+def _sigkills(healthy: Sequence[WorkloadObservation]) -> list[str]:
+    """Containers whose last run ended with exit code 137 and reason ``Error`` (not OOMKilled)."""
+    out = []
+    for o in healthy:
+        for p in o.pods:
+            for c in p.containers:
+                if c.last_exit_code == 137 and c.last_reason != "OOMKilled":
+                    when = f", last at {c.last_finished}" if c.last_finished else ""
+                    limit = f"; its memory limit is {c.memory_limit}" if c.memory_limit else ""
+                    out.append(
+                        f"container {c.name} of pod {p.name}: {c.restart_count} restart(s), last exit code 137 "
+                        f"reason {c.last_reason or 'unknown'}{when}{limit}"
+                    )
+    return out
+
+
+def _unexplained(
+    healthy: Sequence[WorkloadObservation], symptoms: list[str], history: list[str], where: str, cite: list[str]
+) -> list[str]:
+    """Why "healthy" would be a guess: paragraphs of an ``insufficient_evidence`` answer, or []."""
+    named = [o for o in healthy if o.named] or (list(healthy) if symptoms else [])
+    kills = _sigkills(named)
+    names = ", ".join(sorted(f"{o.kind}/{o.name}" for o in (named or healthy))[:10])
+    refs = (" " + _refs(cite)) if cite else ""
+    if kills:
+        return [
+            "**Not enough evidence for a root cause.** "
+            + "; ".join(kills[:3])
+            + ". Exit code 137 is a SIGKILL; the kubelet did not record OOMKilled, so the container was not "
+            "killed for reaching its own memory limit. Something outside it sent the kill: the node's kernel "
+            "OOM killer under node memory pressure, an eviction or preemption, or a manual or external kill "
+            f"(a debugger, a sidecar, a node agent). Nothing in the cluster data I could read pins which.{refs}",
+            f"**Checked:** the pods of {names} (running and ready now), their last terminations, the events "
+            "about them and their logs.",
+            "**Look next:** the node's kernel log around the kill time (`journalctl -k | grep -i -e oom -e killed` "
+            "on the node), `kubectl describe node <node>` for MemoryPressure and its events, node-level memory "
+            "metrics and the container's memory usage just before each restart, and any tooling that kills pods.",
+        ]
+    recent = [int(m) for o in healthy for m in o.derived.get("history_minutes", []) if m.isdigit()]
+    explained = (
+        bool(recent) and min(recent) <= _RECENT_HISTORY_MIN
+        if request_level(symptoms)
+        else bool(history) or not ongoing(symptoms)
+    )
+    if symptoms and not explained:
+        said = ", ".join(f'"{w}"' for w in symptoms[:4])
+        return [
+            f"**Not enough evidence for a root cause.** You report a problem ({said}), but every pod of {names} "
+            f"in {where} is running and ready now, and the pods, events and logs I could read show no current "
+            f"failure that explains it.{refs} That does not mean nothing is wrong: the cause is likely outside "
+            "what I examined.",
+            f"**Checked:** pod status and readiness, restarts and last terminations, events and recent logs of {names}.",
+            "**Look next:** the path in front of the pods (Ingress or load balancer and its controller's logs, "
+            "the Service's endpoints), NetworkPolicies that select the pods, the dependencies the app calls, and "
+            "request metrics (error rate and latency) for the time of the symptom.",
+        ]
+    return []
 
 
 def build_result(
@@ -122,10 +186,18 @@ def build_result(
     if not findings:
         healthy = [o for out in outcomes for o in out.healthy]
         where = ", ".join(examined) or scope_text
+        symptoms = list(dict.fromkeys(w for o in outcomes for w in o.symptoms))
+        history = list(dict.fromkeys(h for o in healthy for h in o.derived.get("history", [])))
         if healthy and not log.unavailable:
+            doubt = _unexplained(healthy, symptoms, history, where, [e for o in outcomes for e in o.namespace_evidence])
+            if doubt:
+                return InvestigationResult(
+                    status="insufficient_evidence",
+                    answer_markdown=_md([*lead, *doubt], [], log, unavailable, withheld),
+                    **common,  # type: ignore[arg-type]
+                )
             names = ", ".join(sorted(f"{o.kind}/{o.name}" for o in healthy)[:10])
             text = f"Nothing is failing in {where}: every pod of {names} is running and ready."
-            history = list(dict.fromkeys(h for o in healthy for h in o.derived.get("history", [])))
             if history:
                 text += " Earlier trouble has recovered: " + "; ".join(history[:3]) + "."
             cite = [e for o in outcomes for e in o.namespace_evidence]
