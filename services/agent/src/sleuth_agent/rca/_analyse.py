@@ -37,6 +37,7 @@ class Finding:
     evidence: list[str] = field(default_factory=list)
     variables: dict[str, str] = field(default_factory=dict)
     alternatives: list[Match] = field(default_factory=list)
+    pinned: bool = False  # the object the question asks about, shown to be down: ranks first
 
     @property
     def family(self) -> str:
@@ -54,7 +55,8 @@ class Finding:
         pods = min(len(self.obs.unhealthy_pods), 10) / 1000
         if self.match is None:
             return round(0.1 + named + pods, 3)
-        return round(_CONFIDENCE_SCORE.get(self.confidence, 0.3) + named + _specific(self.match) + pods, 3)
+        pinned = 1.0 if self.pinned else 0.0
+        return round(pinned + _CONFIDENCE_SCORE.get(self.confidence, 0.3) + named + _specific(self.match) + pods, 3)
 
     def alternative_score(self, m: Match) -> float:
         return round(_CONFIDENCE_SCORE.get(m.confidence, 0.3) / 2 + _specific(m), 3)
@@ -149,6 +151,11 @@ async def analyse_cluster(
     out.named_namespaces = named_ns
     out.access_refused = [w for w in terms.namespace_claims if w not in known and not scope.cluster_wide]
     node_targets = list(alert.nodes) if alert else []
+    asked_nodes: list[str] = []
+    if not node_targets and scope.cluster_wide and tools.has_tool("list_nodes"):
+        # A cluster-wide caller naming a node: the node is a target, next to the namespaces.
+        asked_nodes = await _named_nodes(tools, log, terms, timeout)
+        node_targets = list(asked_nodes)
     if named_ns:
         targets = named_ns
     elif out.access_refused:
@@ -156,7 +163,7 @@ async def analyse_cluster(
     else:
         # Tenants first, platform namespaces last (they are cut first when there are too many).
         targets = sorted(known, key=lambda ns: (ns in _PLATFORM or ns.startswith("kube-"), ns))
-    if node_targets and not named_ns and scope.cluster_wide:
+    if node_targets and not asked_nodes and not named_ns and scope.cluster_wide:
         targets = []  # the node is the target; a tenant gets their own pods looked at instead
     out.skipped_namespaces = max(0, len(targets) - settings.max_namespaces)
     targets = targets[: settings.max_namespaces]
@@ -176,7 +183,7 @@ async def analyse_cluster(
     pod_owner = {(p.namespace, p.name): p.workload[1] for pods in got.pods.values() for p in pods}
     words = []
     for w in terms.names:
-        if w in known or w in terms.namespace_claims:
+        if w in known or w in terms.namespace_claims or w in asked_nodes:
             continue
         owners = {name for (ns, pod), name in pod_owner.items() if pod == w and ns in targets}
         words.append(next(iter(owners)) if len(owners) == 1 else w)
@@ -273,7 +280,46 @@ async def analyse_cluster(
     for finding, det in ranked:  # evidence ids follow the ranking
         finding.evidence = _cite(log, finding.obs, det, finding)
         out.findings.append(finding)
+    if asked_nodes:
+        _node_support(out, got, targets, log)
     return out
+
+
+async def _named_nodes(tools: Toolbox, log: EvidenceLog, terms: QuestionTerms, limit: float) -> list[str]:
+    """Nodes the question names exactly (a word equal to a node's name)."""
+    words = {w for w in terms.names if terms.names_an_object([w])}
+    if not words:
+        return []
+    from sleuth_agent.rca._collect import _call
+
+    r = await _call(tools, log, "list_nodes", {}, limit)
+    if not r.ok:
+        return []
+    return [str(n.get("name")) for n in items_of(r.data, "nodes") if str(n.get("name", "")).lower() in words]
+
+
+def _node_support(out: ClusterOutcome, got: Collected, namespaces: list[str], log: EvidenceLog) -> None:
+    """A node the question names that is not ready is the root cause: the failing pods scheduled on
+    it (a CNI or other DaemonSet agent that cannot start there) are its supporting evidence, and
+    their own findings become consequences listed after it."""
+    for f in out.findings:
+        if f.obs.kind != "Node" or f.match is None or f.family != "node_not_ready":
+            continue
+        on_it = [p for ns in namespaces for p in got.pods.get(ns, []) if p.node == f.obs.name and not p.healthy]
+        if on_it:
+            text = "Failing pods on it: " + ", ".join(
+                f"{p.name} ({p.workload[0]} {p.namespace}/{p.workload[1]}: {_pod_state(p)})" for p in on_it[:5]
+            ) + "."
+            f.obs.derive("node", text)
+            f.variables = _variables(f.obs, f.match)
+            for ns in dict.fromkeys(p.namespace for p in on_it):
+                r = got.results.get(("list_pods", ns))
+                if r is not None and r.ok:
+                    f.evidence.append(
+                        log.cite(r, f"pods on node {f.obs.name} in {ns}", [f"{p.name}: {_pod_state(p)}" for p in on_it if p.namespace == ns][:4])
+                    )
+        f.pinned = True
+    out.findings.sort(key=lambda x: -x.score)
 
 
 _MAX_CLAIM_PODS = 10

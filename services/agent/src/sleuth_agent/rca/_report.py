@@ -241,7 +241,7 @@ def build_result(
     for f in others:
         actions.extend(_actions(f)[:1])
     failing = ", ".join(f.obs.name for f in findings)
-    where = ", ".join(dict.fromkeys(f.obs.namespace for f in findings))
+    where = ", ".join(dict.fromkeys(f.obs.namespace for f in findings if f.obs.namespace)) or "the cluster"
     problem = (
         f"**Problem:** {len(findings)} workloads in {where} are failing: {failing}."
         if len(findings) > 1
