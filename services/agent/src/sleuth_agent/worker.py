@@ -14,43 +14,27 @@ from nats.aio.client import Client as Nats
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeout
-from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType
+from nats.js.api import AckPolicy, ConsumerConfig
 from nats.js.client import JetStreamContext
-from nats.js.errors import BadRequestError, NotFoundError
 from pydantic import ValidationError
 
 from sleuth_agent.metrics import Metrics
 from sleuth_agent.settings import AgentSettings
 from sleuth_common.messages import InvestigationJob
+from sleuth_common.streams import ensure_streams
 from sleuth_common.subjects import Subjects
 
 __all__ = ["JobWorker", "ensure_jobs_stream"]
 
 log = logging.getLogger(__name__)
 
-_STREAM_NAME_IN_USE = 10058
 
 Handler = Callable[[InvestigationJob], Awaitable[object]]
 
 
 async def ensure_jobs_stream(js: JetStreamContext, subjects: Subjects) -> None:
-    """Create the JOBS stream if absent, with the gateway's config (work queue, file storage).
-    An existing stream is left as it is."""
-    try:
-        await js.stream_info(subjects.stream_jobs)
-        return
-    except NotFoundError:
-        pass
-    try:
-        await js.add_stream(
-            name=subjects.stream_jobs,
-            subjects=[subjects.jobs_investigate],
-            retention=RetentionPolicy.WORK_QUEUE,
-            storage=StorageType.FILE,
-        )
-    except BadRequestError as exc:
-        if exc.err_code != _STREAM_NAME_IN_USE:
-            raise
+    """Create the JOBS stream if absent (one definition for every service: sleuth_common.streams)."""
+    await ensure_streams(js, subjects, "jobs")
 
 
 class JobWorker:

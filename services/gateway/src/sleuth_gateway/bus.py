@@ -22,8 +22,6 @@ from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
-from nats.js.api import RetentionPolicy, StorageType
-from nats.js.errors import BadRequestError, NotFoundError
 from pydantic import ValidationError
 
 from sleuth_common.config import NatsSettings
@@ -37,13 +35,13 @@ from sleuth_common.messages import (
     InvestigationResult,
     JobProgress,
 )
+from sleuth_common.streams import ensure_streams as common_ensure_streams
 from sleuth_common.subjects import Subjects
 
 log = logging.getLogger(__name__)
 
 __all__ = ["Bus", "BusError", "JobWatch", "ensure_streams"]
 
-_STREAM_NAME_IN_USE = 10058
 
 
 class BusError(Exception):
@@ -51,34 +49,9 @@ class BusError(Exception):
 
 
 async def ensure_streams(js: JetStreamContext, subjects: Subjects) -> None:
-    """Create the JOBS and CHAT streams if absent: work-queue retention, file storage (CHAT
-    deduplicates posts by id for 10 minutes).
-
-    An existing stream is left as it is (whoever created it first wins; its config is the
-    operator's). Safe to call from several replicas at once.
-    """
-    await _ensure_stream(js, subjects.stream_jobs, subjects.jobs_investigate, 120.0)
-    await _ensure_stream(js, subjects.stream_chat, subjects.chat_outbound, 600.0)
-
-
-async def _ensure_stream(js: JetStreamContext, name: str, subject: str, duplicate_window: float) -> None:
-    try:
-        await js.stream_info(name)
-        return
-    except NotFoundError:
-        pass
-    try:
-        await js.add_stream(
-            name=name,
-            subjects=[subject],
-            retention=RetentionPolicy.WORK_QUEUE,
-            storage=StorageType.FILE,
-            duplicate_window=duplicate_window,
-        )
-        log.info("created JetStream stream", extra={"stream": name})
-    except BadRequestError as exc:
-        if exc.err_code != _STREAM_NAME_IN_USE:
-            raise
+    """Create the JOBS and CHAT streams if absent (defined once in sleuth_common.streams). An
+    existing stream is left as it is. Safe to call from several replicas at once."""
+    await common_ensure_streams(js, subjects, "jobs", "chat")
 
 
 class JobWatch:
