@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 
 from sleuth_agent.app import create_app
 from sleuth_agent.settings import Settings
 from sleuth_common.config import load_settings
+from sleuth_common.logs import configure_logging
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,12 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", help="YAML config file (the stack's shared file)")
     args = parser.parse_args(argv)
     settings = load_settings(Settings, args.config)
-    logging.basicConfig(
-        level=settings.logging.level.upper(),
-        format='{"ts":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}'
-        if settings.logging.json_format
-        else "%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(settings.logging)
     try:
         asyncio.run(create_app(settings).run())
     except KeyboardInterrupt:

@@ -13,17 +13,13 @@ from sleuth_authz_cache.app import build
 from sleuth_authz_cache.health import make_server
 from sleuth_authz_cache.settings import Settings
 from sleuth_common.config import load_settings
+from sleuth_common.logs import configure_logging
 
 log = logging.getLogger("sleuth_authz_cache")
 
 
 def _configure_logging(settings: Settings) -> None:
-    fmt = (
-        '{"ts":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}'
-        if settings.logging.json_format
-        else "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    logging.basicConfig(level=settings.logging.level.upper(), format=fmt)
+    configure_logging(settings.logging)
 
 
 async def serve(settings: Settings) -> None:

@@ -8,7 +8,7 @@ import logging
 import uvicorn
 
 from sleuth_common.config import load_settings
-from sleuth_gateway._logging import configure_logging
+from sleuth_common.logs import configure_logging
 from sleuth_gateway.app import create_app
 from sleuth_gateway.settings import Settings
 

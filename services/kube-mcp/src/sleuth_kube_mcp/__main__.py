@@ -9,6 +9,7 @@ import sys
 import uvicorn
 
 from sleuth_common.config import load_settings
+from sleuth_common.logs import configure_logging
 from sleuth_kube_mcp.app import create_app
 from sleuth_kube_mcp.kube import KubeConfigError
 from sleuth_kube_mcp.settings import Settings
@@ -17,12 +18,7 @@ log = logging.getLogger("sleuth_kube_mcp")
 
 
 def _configure_logging(settings: Settings) -> None:
-    fmt = (
-        '{"ts":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}'
-        if settings.logging.json_format
-        else "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    logging.basicConfig(level=settings.logging.level.upper(), format=fmt)
+    configure_logging(settings.logging)
     # httpx logs every request at INFO; the tool-call metrics already count them.
     logging.getLogger("httpx").setLevel(logging.WARNING)
 

@@ -1,4 +1,6 @@
-"""Log set-up for the gateway process: plain text locally, JSON lines in deployments."""
+"""Log set-up for every Sleuth process: plain text locally, JSON lines in deployments.
+
+Either way the `extra` fields (job_id, request_id, user, cluster …) travel with the line."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any
 
 from sleuth_common.config import LoggingSettings
 
-__all__ = ["configure_logging"]
+__all__ = ["JsonFormatter", "TextFormatter", "configure_logging"]
 
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
     "message",
