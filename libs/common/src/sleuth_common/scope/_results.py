@@ -37,13 +37,12 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import yaml
-
 from sleuth_common.redact import REDACTED, is_secret_env_name, is_secret_key, redact_text
 from sleuth_common.scope._markers import strip_markers
 from sleuth_common.scope._model import FilterOutcome, Scope
+from sleuth_common.scope._parse import parse_result
 
-__all__ = ["NARROW_MESSAGE", "dump_result", "filter_data", "filter_result", "parse_result"]
+__all__ = ["NARROW_MESSAGE", "dump_result", "filter_data", "filter_result", "parse_result"]  # parse_result re-exported
 
 NARROW_MESSAGE = (
     "This result was withheld: it is unstructured text from a call that was not limited to your "
@@ -510,43 +509,6 @@ def _redact_only(walk: _Walk, data: Any) -> int:
         elif type(node) is list:
             stack.extend(x for x in node if type(x) in (dict, list))
     return walk.redacted - before
-
-
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def parse_result(text: str) -> tuple[Any, bool]:
-    """``(data, True)`` when ``text`` is JSON or structured YAML, else ``(text, False)``.
-
-    YAML counts as structured when it is a list holding objects or lists, or an object with a
-    nested object/list or a namespace key — so a log line such as ``ERROR: boom`` stays text.
-    """
-    s = text.lstrip()
-    if not s:
-        return text, False
-    if s[0] in "[{":
-        try:
-            return json.loads(s), True
-        except ValueError:
-            pass
-    if "\n" not in s.rstrip() and ": " not in s and not s.startswith("- "):
-        return text, False
-    try:
-        data = yaml.load(s, Loader=_YAML_LOADER)
-    except yaml.YAMLError:
-        return text, False
-    except (ValueError, RecursionError):
-        return text, False
-    if isinstance(data, list):
-        if not data or any(isinstance(x, dict | list) for x in data):
-            return data, True
-        return text, False
-    if isinstance(data, dict) and data:
-        if any(isinstance(v, dict | list) for v in data.values()) or any(
-            isinstance(k, str) and _key_class(k) & _NS for k in data
-        ):
-            return data, True
-    return text, False
 
 
 def dump_result(data: Any) -> str:
