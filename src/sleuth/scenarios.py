@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import yaml
 
-from sleuth_common.config import ClusterSettings, McpServerSettings
+from sleuth_common.config import ClusterSettings, IdentitySettings, McpServerSettings
 from sleuth_common.messages import (
     AlertRef,
     ClusterScope,
@@ -51,6 +51,7 @@ __all__ = [
 
 READER_USER = "sleuth-reader"
 AUTHZ_USER = "sleuth-authz"
+OFFLINE_ADMIN_GROUPS = ("system:masters",)
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,13 @@ class OfflineCluster:
     users: dict[str, dict[str, Any]]
     sim: Any
     mcp: Any
+    identity: IdentitySettings = field(default_factory=IdentitySettings)
+    """The agent's side of signed identities (kube-mcp reads as the asker)."""
+
+    def signer(self) -> Any:
+        from sleuth_common.identity import signer_from_settings
+
+        return signer_from_settings(self.identity)
 
     def groups(self, user: str) -> tuple[str, ...]:
         return tuple(str(g) for g in (self.users.get(user) or {}).get("groups") or ())
@@ -166,7 +174,8 @@ class OfflineCluster:
         alerts = alerts_from_payload(alert) if alert else ()
         return InvestigationJob(
             origin="alert" if alerts else "api",
-            requester=Requester(user=user or "offline", groups=self.groups(user) if user else ()),
+            # Without --as the operator reads the whole cluster: kube-mcp impersonates an admin.
+            requester=Requester(user=user or "offline", groups=self.groups(user) if user else OFFLINE_ADMIN_GROUPS),
             question=question,
             alerts=alerts,
             deadline=time.time() + deadline,
@@ -187,10 +196,12 @@ def offline_cluster(snapshot: Path, state_dir: Path | None = None) -> Iterator[O
     cname = str(cmeta.get("name") or meta.get("name") or "offline")
     with tempfile.TemporaryDirectory(prefix="sleuth-offline-") as tmp:
         state = Path(state_dir) if state_dir else Path(tmp)
+        identity = _identity_keys(Path(tmp))
         sim = SimCluster(snapshot, state / "simcluster").start()
         try:
             settings = KubeMcpSettings.model_validate(
-                {"kube_mcp": {"port": 0, "kubeconfig": str(sim.kubeconfig(READER_USER)), "cluster_name": cname}}
+                {"kube_mcp": {"port": 0, "kubeconfig": str(sim.kubeconfig(READER_USER)), "cluster_name": cname},
+                 "identity": identity.model_dump()}
             )
             mcp = serve_in_thread(settings)
             try:
@@ -199,13 +210,27 @@ def offline_cluster(snapshot: Path, state_dir: Path | None = None) -> Iterator[O
                     aliases=[str(a) for a in cmeta.get("aliases") or []],
                     api_server=sim.url,
                     ca_file=str(sim.ca_file),
-                    mcp_servers=[McpServerSettings(name="kube", url=mcp.url, timeout=10.0)],
+                    mcp_servers=[McpServerSettings(name="kube", url=mcp.url, timeout=10.0, identity=True)],
                 )
-                yield OfflineCluster(snapshot, cluster, dict(meta.get("users") or {}), sim, mcp)
+                yield OfflineCluster(snapshot, cluster, dict(meta.get("users") or {}), sim, mcp, identity)
             finally:
                 mcp.stop()
         finally:
             sim.stop()
+
+
+def _identity_keys(directory: Path) -> IdentitySettings:
+    """A fresh key pair for one offline run (signing and verifying in this process only)."""
+    from sleuth_common.identity import generate_keypair
+
+    private, public = generate_keypair()
+    (directory / "agent.key").write_bytes(private)
+    (directory / "agent.key").chmod(0o600)
+    (directory / "agent.pub").write_bytes(public)
+    return IdentitySettings(
+        signing_key_file=str(directory / "agent.key"), signing_key_env="",
+        verify_key_files=[str(directory / "agent.pub")], verify_keys_env="",
+    )
 
 
 async def investigate_offline(
@@ -214,7 +239,7 @@ async def investigate_offline(
     from sleuth_agent import Settings as AgentSettings
     from sleuth_agent import investigate
 
-    settings = AgentSettings(clusters=[oc.cluster])
+    settings = AgentSettings(clusters=[oc.cluster], identity=oc.identity)
     scope = await oc.scope_for(user)
     return await investigate(oc.job(user, question, alert), scope, settings)
 

@@ -58,10 +58,14 @@ def team_b_names(snapshot: Path) -> set[str]:
 
 @pytest.fixture
 def stack(tmp_path: Path, demo_snapshot: Path) -> Iterator[dict[str, Any]]:
+    from sleuth_common.identity import generate_keypair
     from sleuth_kube_mcp import Settings as KubeSettings
     from sleuth_kube_mcp import serve_in_thread
     from sleuth_simcluster import SimCluster
 
+    private, public = generate_keypair()
+    (tmp_path / "agent.key").write_bytes(private)
+    (tmp_path / "agent.pub").write_bytes(public)
     with SimCluster(demo_snapshot, tmp_path / "sim", host="127.0.0.1", port=0) as sim:
         kube_settings = KubeSettings(
             kube_mcp={
@@ -69,10 +73,11 @@ def stack(tmp_path: Path, demo_snapshot: Path) -> Iterator[dict[str, Any]]:
                 "port": 0,
                 "kubeconfig": str(sim.kubeconfig("sleuth-reader")),
                 "cluster_name": "demo",
-            }
+            },
+            identity={"verify_key_files": [str(tmp_path / "agent.pub")], "verify_keys_env": ""},
         )
         with serve_in_thread(kube_settings) as mcp:
-            yield {"mcp_url": mcp.url}
+            yield {"mcp_url": mcp.url, "signing_key": str(tmp_path / "agent.key")}
 
 
 def agent_settings(stack: dict[str, Any], nats_url: str, redis_url: str, **agent: Any) -> Settings:
@@ -81,8 +86,10 @@ def agent_settings(stack: dict[str, Any], nats_url: str, redis_url: str, **agent
         redis={"url": redis_url},
         authz={"request_timeout": 1.0},
         clusters=[
-            {"name": "demo", "aliases": ["dev"], "mcp_servers": [{"name": "kube", "url": stack["mcp_url"]}]}
+            {"name": "demo", "aliases": ["dev"],
+             "mcp_servers": [{"name": "kube", "url": stack["mcp_url"], "identity": True}]}
         ],
+        identity={"signing_key_file": stack["signing_key"], "signing_key_env": ""},
         agent={"metrics_port": 0, "ack_wait": 2.0, "in_progress_interval": 0.5, **agent},
     )
 

@@ -28,11 +28,13 @@ def sim(demo_snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 @pytest.fixture(scope="module")
 def kube_mcp(sim: Any) -> Iterator[Callable[..., ServerHandle]]:
     """``kube_mcp("carol", accept_caller_token=False)``: a kube-mcp reading the demo cluster with
-    that user's kubeconfig (one server per distinct argument set, shared by the module)."""
-    running: dict[tuple[str, bool], ServerHandle] = {}
+    that user's kubeconfig (one server per distinct argument set, shared by the module).
+    ``verify_key`` (a public key PEM file) turns on ``require_identity`` (the production mode);
+    without it the server reads with the kubeconfig's own rights, as these shaping tests need."""
+    running: dict[tuple[str, bool, str], ServerHandle] = {}
 
-    def get(user: str, accept_caller_token: bool = False) -> ServerHandle:
-        key = (user, accept_caller_token)
+    def get(user: str, accept_caller_token: bool = False, verify_key: str = "") -> ServerHandle:
+        key = (user, accept_caller_token, verify_key)
         if key not in running:
             settings = Settings.model_validate(
                 {
@@ -41,7 +43,9 @@ def kube_mcp(sim: Any) -> Iterator[Callable[..., ServerHandle]]:
                         "port": 0,
                         "cluster_name": "demo",
                         "accept_caller_token": accept_caller_token,
-                    }
+                        "require_identity": bool(verify_key),
+                    },
+                    "identity": {"verify_key_files": [verify_key] if verify_key else [], "verify_keys_env": ""},
                 }
             )
             running[key] = serve_in_thread(settings)
@@ -55,8 +59,11 @@ def kube_mcp(sim: Any) -> Iterator[Callable[..., ServerHandle]]:
 
 
 @asynccontextmanager
-async def mcp_client(url: str, token: str | None = None) -> AsyncIterator[Client]:
+async def mcp_client(
+    url: str, token: str | None = None, extra_headers: dict[str, str] | None = None
+) -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    headers.update(extra_headers or {})
     async with (
         httpx2.AsyncClient(headers=headers, timeout=30) as http,
         Client(streamable_http_client(url, http_client=http)) as client,
@@ -64,9 +71,11 @@ async def mcp_client(url: str, token: str | None = None) -> AsyncIterator[Client
         yield client
 
 
-async def call(url: str, tool: str, args: dict[str, Any], token: str | None = None) -> tuple[bool, Any]:
+async def call(
+    url: str, tool: str, args: dict[str, Any], token: str | None = None, headers: dict[str, str] | None = None
+) -> tuple[bool, Any]:
     """(is_error, parsed JSON of the text result)."""
-    async with mcp_client(url, token) as client:
+    async with mcp_client(url, token, headers) as client:
         result = await client.call_tool(tool, args)
     assert len(result.content) == 1
     return bool(result.is_error), json.loads(result.content[0].text)

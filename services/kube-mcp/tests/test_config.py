@@ -131,14 +131,29 @@ def test_cli_refuses_to_start_without_cluster_access(tmp_path):
     assert proc.returncode == 2 and "cannot read kubeconfig" in proc.stderr
 
 
+def test_cli_refuses_to_start_without_an_identity_key(sim, tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"kube_mcp:\n  kubeconfig: {sim.kubeconfig('sleuth-reader')}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_IDENTITY")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sleuth_kube_mcp", "--config", str(cfg)],
+        capture_output=True, text=True, timeout=60, env=env,
+    )
+    assert proc.returncode == 2 and "verify_key_files" in proc.stderr and "Traceback" not in proc.stderr
+
+
 @pytest.mark.connected
 def test_cli_serves_healthz(sim, tmp_path):
     from sleuth.embedded import free_port
+    from sleuth_common.identity import generate_keypair
 
     port = free_port()
+    _private, public = generate_keypair()
+    (tmp_path / "agent.pub").write_bytes(public)
     cfg = tmp_path / "c.yaml"
     cfg.write_text(
         f"kube_mcp:\n  kubeconfig: {sim.kubeconfig('alice')}\n  port: {port}\n  cluster_name: demo\n"
+        f"identity:\n  verify_key_files: [{tmp_path / 'agent.pub'}]\n"
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", "sleuth_kube_mcp", "--config", str(cfg)],
@@ -155,7 +170,9 @@ def test_cli_serves_healthz(sim, tmp_path):
                 assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
                 assert time.monotonic() < deadline, "kube-mcp did not start"
                 time.sleep(0.2)
-        assert r.json()["status"] == "ok" and r.json()["cluster"] == "demo"
+        assert r.json() == {"status": "ok", "cluster": "demo"}  # nothing about how it reads the API
+        refused = httpx.post(f"http://127.0.0.1:{port}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert refused.status_code == 401 and "unauthenticated" in refused.json()["error"]
     finally:
         proc.terminate()
         proc.wait(timeout=10)

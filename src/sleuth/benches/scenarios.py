@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sleuth.benches import emit
 from sleuth.scenarios import (
+    OFFLINE_ADMIN_GROUPS,
     load_scenarios,
     offline_cluster,
     run_corpus,
@@ -30,11 +31,14 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 async def _tool_call_floor(snapshot: Path, n: int = 20) -> float:
+    from sleuth_common.identity import Identity
     from sleuth_common.mcp import ClusterTools
     from sleuth_common.scope import Scope
 
     with offline_cluster(snapshot) as oc:
-        async with ClusterTools(oc.cluster, Scope.of(cluster_wide=True), user="bench") as tools:
+        admin = Identity("bench", OFFLINE_ADMIN_GROUPS)
+        async with ClusterTools(oc.cluster, Scope.of(cluster_wide=True), user="bench", identity=admin,
+                                signer=oc.signer()) as tools:
             samples = []
             for _ in range(n):
                 t0 = time.perf_counter()

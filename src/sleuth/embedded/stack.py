@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -154,8 +155,25 @@ class Stack:
             time.sleep(0.05)
         raise TimeoutError(f"simcluster did not become ready:\n{proc.log_tail()}")
 
+    def _identity_keys(self) -> tuple[Path, Path]:
+        """The agent's Ed25519 key pair for signed identities (made once, kept in the state
+        directory; the private key readable by this user only)."""
+        from sleuth_common.identity import generate_keypair
+
+        d = self.state / "identity"
+        private, public = d / "agent.key", d / "agent.pub"
+        if not (private.is_file() and public.is_file()):
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            key, pub = generate_keypair()
+            fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(key)
+            public.write_bytes(pub)
+        return private, public
+
     def _write_config(self) -> None:
         p, h = self.spec.ports, self.spec.host
+        private, public = self._identity_keys()
         assert self.nats is not None and self.valkey is not None
         kubeconfigs = self.sim_info.get("kubeconfigs") or {}
         cfg: dict[str, Any] = {
@@ -169,8 +187,10 @@ class Stack:
                 "api_server": self.sim_info["url"],
                 "ca_file": self.sim_info["ca_file"],
                 "authz_token_env": AUTHZ_TOKEN_ENV,
-                "mcp_servers": [{"name": "kube", "url": self.kube_mcp_url}],
+                # Sleuth's kube-mcp reads as the asker: the agent signs who that is.
+                "mcp_servers": [{"name": "kube", "url": self.kube_mcp_url, "identity": True}],
             }],
+            "identity": {"signing_key_file": str(private), "verify_key_files": [str(public)]},
             "kube_mcp": {"host": h, "port": p.kube_mcp, "kubeconfig": kubeconfigs.get("sleuth-reader", ""),
                          "cluster_name": self.cluster_name},
             "authz_cache": {"host": h, "metrics_port": p.authz_metrics},

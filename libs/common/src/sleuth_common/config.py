@@ -20,6 +20,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 __all__ = [
     "AuthzSettings",
     "ClusterSettings",
+    "IdentitySettings",
     "LoggingSettings",
     "McpServerSettings",
     "NatsSettings",
@@ -95,6 +96,12 @@ class McpServerSettings(_Group):
     """Results larger than this are withheld from scoped callers as too large to check."""
     max_fan_out: int = 20
     """Most namespaces one call fans out over (more: the caller is asked to name one)."""
+    identity: bool = False
+    """Send a signed assertion of the caller's identity with every request (header
+    ``Sleuth-Identity``). Sleuth's own kube-mcp requires it and reads as that identity
+    (impersonation); never set it for a server you do not run."""
+    identity_audience: str = ""
+    """Audience of those assertions; empty = ``kube-mcp/<cluster name>`` (what kube-mcp expects)."""
 
 
 class ToolCapsSettings(_Group):
@@ -144,6 +151,30 @@ class AuthzSettings(_Group):
     cluster is reported as a cluster error instead of timing the whole request out."""
 
 
+class IdentitySettings(_Group):
+    """Signed identity assertions (DESIGN §2): the agent signs whom it acts for with an Ed25519
+    private key; kube-mcp trusts only the matching public keys. Keys are PEM files (or PEM in
+    an environment variable), never values in the config file."""
+
+    signing_key_file: str = ""
+    """Ed25519 private key (PEM, PKCS#8) used to sign assertions (the agent)."""
+    signing_key_env: str = "SLEUTH_IDENTITY_SIGNING_KEY"
+    """Environment variable holding the private key PEM; wins over ``signing_key_file``."""
+    verify_key_files: list[str] = Field(default_factory=list)
+    """Public keys (PEM) whose assertions are accepted (kube-mcp); list the old and the new
+    key while rotating."""
+    verify_keys_env: str = "SLEUTH_IDENTITY_VERIFY_KEYS"
+    """Environment variable holding public key PEM(s), added to ``verify_key_files``."""
+    issuer: str = "sleuth-agent"
+    """Issuer name written into and required of assertions."""
+    ttl: float = 30.0
+    """Seconds an assertion is valid (a fresh one is signed for every request)."""
+    max_ttl: float = 300.0
+    """Verifiers refuse assertions that live longer than this."""
+    leeway: float = 5.0
+    """Clock skew tolerated between signer and verifier, in seconds."""
+
+
 class ServiceSettings(BaseSettings):
     """Fields every service has. Services subclass this and add their own group."""
 
@@ -157,6 +188,7 @@ class ServiceSettings(BaseSettings):
     clusters: list[ClusterSettings] = Field(default_factory=list)
     authz: AuthzSettings = Field(default_factory=AuthzSettings)
     tool_caps: ToolCapsSettings = Field(default_factory=ToolCapsSettings)
+    identity: IdentitySettings = Field(default_factory=IdentitySettings)
     global_mcp_servers: list[McpServerSettings] = Field(default_factory=list)
     """Namespace-agnostic MCP servers (documentation, runbooks) offered with every cluster:
     no namespace rules, no result filter; redaction, markers and caps still apply."""

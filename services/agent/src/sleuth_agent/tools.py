@@ -7,19 +7,33 @@ filter, the global servers and the caps are set in one place.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from sleuth_agent.settings import Settings
 from sleuth_common.config import ClusterSettings
+from sleuth_common.identity import Identity, IdentityError, IdentitySigner, signer_from_settings
 from sleuth_common.mcp import AuditCallback, ClusterTools
 from sleuth_common.messages import InvestigationJob
 from sleuth_common.scope import Scope
 
 __all__ = ["ToolsFactory", "open_cluster_tools"]
 
+log = logging.getLogger(__name__)
+
 ToolsFactory = Callable[[ClusterSettings, Scope], AbstractAsyncContextManager[Any]]
+
+
+def _signer(settings: Settings) -> IdentitySigner | None:
+    """The agent's signer; a key that cannot be read leaves servers that need an identity
+    unavailable (they are never called anonymously), and says why in the log."""
+    try:
+        return signer_from_settings(settings.identity)
+    except IdentityError as e:
+        log.error("identity signing key unusable: %s", e)
+        return None
 
 
 @contextlib.asynccontextmanager
@@ -44,5 +58,8 @@ async def open_cluster_tools(
         connect_timeout=settings.agent.connect_timeout,
         global_servers=settings.global_mcp_servers,
         max_result_chars=settings.tool_caps.result_chars,
+        # The asker, signed for Sleuth's kube-mcp, which reads as them (the cluster decides).
+        identity=Identity(user=job.requester.user, groups=tuple(job.requester.groups), job=job.id),
+        signer=_signer(settings),
     ) as tools:
         yield tools

@@ -1,6 +1,6 @@
 """The two composite tools: ``analyze_logs`` (a workload's pods read together, lines grouped into
 patterns) and ``subgraph`` (the topology around one object). Both read through ``KubeReader``'s
-client with the caller's token, and stay inside the namespace they were given."""
+client as the caller (``Caller``), and stay inside the namespace they were given."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sleuth_kube_mcp import shaping
-from sleuth_kube_mcp.kube import KubeApiError, KubeUnavailable
+from sleuth_kube_mcp.kube import Caller, KubeApiError, KubeUnavailable
 from sleuth_kube_mcp.reads import BadRequest, KubeReader
 from sleuth_kube_mcp.shaping._logpatterns import PatternTable, parse_timestamp
 
@@ -73,16 +73,16 @@ def _pod_health(pod: Mapping[str, Any]) -> tuple[int, int, str]:
 
 
 async def _workload_pods(
-    reader: KubeReader, namespace: str, workload: str, kind: str, label_selector: str, token: str | None
+    reader: KubeReader, namespace: str, workload: str, kind: str, label_selector: str, caller: Caller | None
 ) -> list[dict[str, Any]]:
     selector = label_selector
     if not selector and kind in _WORKLOAD_PATHS and workload:
         obj = await reader.client.get_json(
-            _WORKLOAD_PATHS[kind].format(ns=namespace, name=workload), None, token
+            _WORKLOAD_PATHS[kind].format(ns=namespace, name=workload), None, caller
         )
         selector = shaping.selector_string((obj.get("spec") or {}).get("selector")) or ""
     data = await reader.client.get_json(
-        f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": selector}, token
+        f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": selector}, caller
     )
     pods = list(data.get("items") or [])
     if workload and not selector:
@@ -106,14 +106,14 @@ async def analyze_logs(
     max_total_bytes: int = 4 * 2**20,
     concurrency: int = 5,
     per_pod_timeout: float = 10.0,
-    token: str | None = None,
+    caller: Caller | None = None,
 ) -> dict[str, Any]:
     if not (workload or label_selector):
         raise BadRequest("pass workload (a Deployment, StatefulSet, Job... name) or label_selector")
     reference = parse_timestamp(reference_time) if reference_time else None
     if reference_time and reference is None:
         raise BadRequest(f"reference_time {reference_time!r} is not an RFC 3339 time")
-    pods = await _workload_pods(reader, namespace, workload, kind, label_selector, token)
+    pods = await _workload_pods(reader, namespace, workload, kind, label_selector, caller)
     skipped: list[dict[str, str]] = []
     for p in pods[max_pods:]:
         skipped.append(
@@ -140,7 +140,7 @@ async def analyze_logs(
                 "tailLines": tail_lines,
                 "timestamps": "true",
             },
-            token,
+            caller,
             max_bytes=reader.max_log_bytes,
         )
         budget["bytes"] += len(text)
@@ -331,11 +331,11 @@ def _pod_refs(pod: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 
 
 async def _read_namespace(
-    reader: KubeReader, namespace: str, token: str | None
+    reader: KubeReader, namespace: str, caller: Caller | None
 ) -> dict[str, list[dict[str, Any]]]:
     async def one(key: str, path: str) -> tuple[str, list[dict[str, Any]]]:
         try:
-            data = await reader.client.get_json(path.format(ns=namespace), None, token)
+            data = await reader.client.get_json(path.format(ns=namespace), None, caller)
         except KubeApiError:
             return key, []
         return key, list(data.get("items") or [])
@@ -431,12 +431,12 @@ async def subgraph(
     name: str,
     hops: int = 2,
     budget: int = 2000,
-    token: str | None = None,
+    caller: Caller | None = None,
 ) -> dict[str, Any]:
     """Nodes within ``hops`` of ``kind/name`` and the edges between them, breadth first, trimmed
     so the JSON stays within ``budget`` tokens (about 4 characters each)."""
-    k = await reader.resolve_kind(kind, token)
-    objs = await _read_namespace(reader, namespace, token)
+    k = await reader.resolve_kind(kind, caller)
+    objs = await _read_namespace(reader, namespace, caller)
     g = _build(namespace, objs)
     focus = g.node_id(k.kind, name)
     if focus not in g.nodes:

@@ -13,8 +13,10 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from sleuth_common.identity import IdentityError, verifier_from_settings
+from sleuth_kube_mcp._identity import IdentityGate
 from sleuth_kube_mcp._metrics import Metrics
-from sleuth_kube_mcp.kube import ClusterAccess, KubeClient, load_access
+from sleuth_kube_mcp.kube import ClusterAccess, KubeClient, KubeConfigError, load_access
 from sleuth_kube_mcp.reads import KubeReader
 from sleuth_kube_mcp.settings import Settings
 from sleuth_kube_mcp.tools import register_tools
@@ -36,10 +38,32 @@ def _instructions(cluster: str) -> str:
     )
 
 
+def identity_gate(settings: Settings) -> IdentityGate:
+    """Who may call, from ``kube_mcp`` and the shared ``identity`` section. Raises
+    :class:`KubeConfigError` when identity is required and nothing could verify it."""
+    k = settings.kube_mcp
+    audience = k.identity_audience or f"kube-mcp/{k.cluster_name}"
+    try:
+        verifier = verifier_from_settings(settings.identity, audience)
+    except IdentityError as e:
+        raise KubeConfigError(str(e)) from e
+    if k.require_identity and verifier is None and not k.accept_caller_token:
+        raise KubeConfigError(
+            "kube_mcp.require_identity is on but no verification key is configured: set "
+            "identity.verify_key_files to the agent's public key (or accept_caller_token: true); "
+            "require_identity: false lets anyone who reaches this port read with kube-mcp's rights"
+        )
+    if not k.require_identity:
+        log.warning("kube-mcp: require_identity is off; anyone who reaches %s:%s reads with its own rights",
+                    k.host, k.port)
+    return IdentityGate(verifier, require=k.require_identity, accept_caller_token=k.accept_caller_token)
+
+
 def create_mcp_server(settings: Settings, access: ClusterAccess | None = None) -> tuple[MCPServer, Metrics]:
     """The MCP server with the tools and the /healthz and /metrics routes (no transport yet)."""
     k = settings.kube_mcp
     access = access or load_access(k.kubeconfig, k.context)
+    gate = identity_gate(settings)
     metrics = Metrics()
     client = KubeClient(access, timeout=k.request_timeout, on_response=metrics.count_response)
     reader = KubeReader(client, max_log_bytes=k.max_log_bytes, max_items=k.max_items)
@@ -67,13 +91,14 @@ def create_mcp_server(settings: Settings, access: ClusterAccess | None = None) -
         )
     finally:
         logging.getLogger().removeHandler(guard)
-    register_tools(server, reader, metrics, k.accept_caller_token)
+    register_tools(server, reader, metrics, gate)
+    server.identity_gate = gate  # type: ignore[attr-defined]  # read by create_app
 
     @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)
     async def healthz(_request: Request) -> Response:
-        return JSONResponse(
-            {"status": "ok", "cluster": k.cluster_name, "api_server": access.server, "source": access.source}
-        )
+        # Nothing about where or how it reads the API (that is for the log, not for anyone who
+        # can reach the port).
+        return JSONResponse({"status": "ok", "cluster": k.cluster_name})
 
     @server.custom_route("/metrics", methods=["GET"], include_in_schema=False)
     async def metrics_route(_request: Request) -> Response:
@@ -96,4 +121,15 @@ def create_app(settings: Settings, access: ClusterAccess | None = None) -> Starl
     )
     app.state.mcp_server = server
     app.state.metrics = metrics
+    app.add_middleware(_GateMiddleware, gate=server.identity_gate)  # type: ignore[attr-defined]
     return app
+
+
+class _GateMiddleware:
+    """Starlette middleware form of :meth:`IdentityGate.middleware` (401 before the MCP layer)."""
+
+    def __init__(self, app: Any, gate: IdentityGate) -> None:
+        self._inner = gate.middleware(app)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self._inner(scope, receive, send)

@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 from sleuth_kube_mcp import shaping
-from sleuth_kube_mcp.kube import Kind, KindResolver, KubeApiError, KubeClient, KubeUnavailable
+from sleuth_kube_mcp.kube import Caller, Kind, KindResolver, KubeApiError, KubeClient, KubeUnavailable
 
 __all__ = ["BadRequest", "KubeReader"]
 
@@ -37,7 +37,7 @@ def _listing(namespace: str, key: str, records: list[dict[str, Any]], limit: int
 
 
 class KubeReader:
-    """Read-only views of one cluster. ``token`` (per call) replaces the configured credential."""
+    """Read-only views of one cluster, each read made as ``caller`` (see :class:`Caller`)."""
 
     def __init__(self, client: KubeClient, max_log_bytes: int = 262144, max_items: int = 500) -> None:
         self.client = client
@@ -48,19 +48,19 @@ class KubeReader:
 
     # -- pods ---------------------------------------------------------------------------------
     async def list_pods(
-        self, namespace: str, label_selector: str = "", field_selector: str = "", token: str | None = None
+        self, namespace: str, label_selector: str = "", field_selector: str = "", caller: Caller | None = None
     ) -> dict[str, Any]:
         data = await self.client.get_json(
             f"/api/v1/namespaces/{namespace}/pods",
             {"labelSelector": label_selector, "fieldSelector": field_selector},
-            token,
+            caller,
         )
         pods = [shaping.pod_summary(p) for p in data.get("items") or []]
         pods.sort(key=lambda p: str(p.get("name")))
         return _listing(namespace, "pods", pods, self.max_items)
 
-    async def get_pod(self, namespace: str, name: str, token: str | None = None) -> dict[str, Any]:
-        pod = await self.client.get_json(f"/api/v1/namespaces/{namespace}/pods/{name}", None, token)
+    async def get_pod(self, namespace: str, name: str, caller: Caller | None = None) -> dict[str, Any]:
+        pod = await self.client.get_json(f"/api/v1/namespaces/{namespace}/pods/{name}", None, caller)
         return shaping.pod_detail(pod)
 
     async def pod_logs(
@@ -71,13 +71,13 @@ class KubeReader:
         previous: bool = False,
         tail_lines: int = 200,
         since_seconds: int | None = None,
-        token: str | None = None,
+        caller: Caller | None = None,
     ) -> dict[str, Any]:
         if tail_lines < 1:
             raise BadRequest("tail_lines must be at least 1")
         tail_lines = min(tail_lines, MAX_TAIL_LINES)
         if not container:
-            pod = await self.client.get_json(f"/api/v1/namespaces/{namespace}/pods/{name}", None, token)
+            pod = await self.client.get_json(f"/api/v1/namespaces/{namespace}/pods/{name}", None, caller)
             container = _default_container(pod)
         text, truncated = await self.client.get_text(
             f"/api/v1/namespaces/{namespace}/pods/{name}/log",
@@ -88,7 +88,7 @@ class KubeReader:
                 "sinceSeconds": since_seconds if since_seconds and since_seconds > 0 else None,
                 "timestamps": "true",
             },
-            token,
+            caller,
             max_bytes=self.max_log_bytes,
         )
         out: dict[str, Any] = {
@@ -111,7 +111,7 @@ class KubeReader:
         involved_object_name: str = "",
         involved_object_kind: str = "",
         types: list[str] | None = None,
-        token: str | None = None,
+        caller: Caller | None = None,
     ) -> dict[str, Any]:
         wanted = {t.capitalize() for t in types or []}
         if unknown := wanted - set(EVENT_TYPES):
@@ -124,7 +124,7 @@ class KubeReader:
         if len(wanted) == 1:
             selectors.append(f"type={next(iter(wanted))}")
         data = await self.client.get_json(
-            f"/api/v1/namespaces/{namespace}/events", {"fieldSelector": ",".join(selectors)}, token
+            f"/api/v1/namespaces/{namespace}/events", {"fieldSelector": ",".join(selectors)}, caller
         )
         records = []
         for ev in data.get("items") or []:
@@ -141,7 +141,7 @@ class KubeReader:
 
     # -- workloads ----------------------------------------------------------------------------
     async def list_workloads(
-        self, namespace: str, kinds: list[str] | None = None, token: str | None = None
+        self, namespace: str, kinds: list[str] | None = None, caller: Caller | None = None
     ) -> dict[str, Any]:
         plurals, unknown = shaping.normalize_workload_kinds(kinds)
         if unknown:
@@ -153,7 +153,7 @@ class KubeReader:
             root, _kind = shaping.WORKLOAD_KINDS[plural]
             try:
                 return plural, await self.client.get_json(
-                    f"{root}/namespaces/{namespace}/{plural}", None, token
+                    f"{root}/namespaces/{namespace}/{plural}", None, caller
                 )
             except KubeApiError as e:
                 return plural, e
@@ -179,11 +179,11 @@ class KubeReader:
         return out
 
     # -- services, storage, quotas ------------------------------------------------------------
-    async def list_services(self, namespace: str, token: str | None = None) -> dict[str, Any]:
-        svcs = await self.client.get_json(f"/api/v1/namespaces/{namespace}/services", None, token)
+    async def list_services(self, namespace: str, caller: Caller | None = None) -> dict[str, Any]:
+        svcs = await self.client.get_json(f"/api/v1/namespaces/{namespace}/services", None, caller)
         endpoints: dict[str, Any] | None
         try:
-            eps = await self.client.get_json(f"/api/v1/namespaces/{namespace}/endpoints", None, token)
+            eps = await self.client.get_json(f"/api/v1/namespaces/{namespace}/endpoints", None, caller)
             endpoints = {str((e.get("metadata") or {}).get("name")): e for e in eps.get("items") or []}
         except KubeApiError as e:
             log.info("endpoints unreadable in %s: %s", namespace, e.code)
@@ -195,17 +195,17 @@ class KubeReader:
             records.append(shaping.service_record(s, ep))
         return _listing(namespace, "services", records, self.max_items)
 
-    async def list_pvcs(self, namespace: str, token: str | None = None) -> dict[str, Any]:
+    async def list_pvcs(self, namespace: str, caller: Caller | None = None) -> dict[str, Any]:
         data = await self.client.get_json(
-            f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", None, token
+            f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", None, caller
         )
         items = sorted(data.get("items") or [], key=lambda o: str((o.get("metadata") or {}).get("name")))
         return _listing(namespace, "pvcs", [shaping.pvc_record(p) for p in items], self.max_items)
 
-    async def list_quotas(self, namespace: str, token: str | None = None) -> dict[str, Any]:
+    async def list_quotas(self, namespace: str, caller: Caller | None = None) -> dict[str, Any]:
         rq, lr = await asyncio.gather(
-            self.client.get_json(f"/api/v1/namespaces/{namespace}/resourcequotas", None, token),
-            self.client.get_json(f"/api/v1/namespaces/{namespace}/limitranges", None, token),
+            self.client.get_json(f"/api/v1/namespaces/{namespace}/resourcequotas", None, caller),
+            self.client.get_json(f"/api/v1/namespaces/{namespace}/limitranges", None, caller),
         )
         return {
             "namespace": namespace,
@@ -214,21 +214,21 @@ class KubeReader:
         }
 
     async def list_resources(
-        self, kind: str, namespace: str, label_selector: str = "", token: str | None = None
+        self, kind: str, namespace: str, label_selector: str = "", caller: Caller | None = None
     ) -> dict[str, Any]:
         plural = shaping.LIST_ALIASES.get(kind.strip().lower(), kind.strip().lower())
         if plural not in shaping.LIST_KINDS:
             raise BadRequest(f"unknown kind {kind!r} for list_resources; use one of {sorted(shaping.LIST_KINDS)}")
         root, kind_name = shaping.LIST_KINDS[plural]
         data = await self.client.get_json(
-            f"{root}/namespaces/{namespace}/{plural}", {"labelSelector": label_selector}, token
+            f"{root}/namespaces/{namespace}/{plural}", {"labelSelector": label_selector}, caller
         )
         items = sorted(data.get("items") or [], key=lambda o: str((o.get("metadata") or {}).get("name")))
         out = _listing(namespace, "items", [shaping.resource_record(o, kind_name) for o in items], self.max_items)
         out["kind"] = kind_name
         return out
 
-    async def list_storage(self, kinds: list[str] | None = None, token: str | None = None) -> dict[str, Any]:
+    async def list_storage(self, kinds: list[str] | None = None, caller: Caller | None = None) -> dict[str, Any]:
         wanted = []
         for k in kinds or list(shaping.STORAGE_KINDS):
             plural = shaping.STORAGE_ALIASES.get(k.strip().lower(), k.strip().lower())
@@ -240,7 +240,7 @@ class KubeReader:
         for plural in dict.fromkeys(wanted):
             root, kind_name = shaping.STORAGE_KINDS[plural]
             try:
-                data = await self.client.get_json(f"{root}/{plural}", None, token)
+                data = await self.client.get_json(f"{root}/{plural}", None, caller)
             except KubeApiError as e:
                 errors.append({"kind": plural, "code": e.code, "reason": e.reason})
                 continue
@@ -255,8 +255,8 @@ class KubeReader:
         return out
 
     # -- cluster-wide -------------------------------------------------------------------------
-    async def list_nodes(self, token: str | None = None) -> dict[str, Any]:
-        data = await self.client.get_json("/api/v1/nodes", None, token)
+    async def list_nodes(self, caller: Caller | None = None) -> dict[str, Any]:
+        data = await self.client.get_json("/api/v1/nodes", None, caller)
         nodes = [shaping.node_record(n) for n in data.get("items") or []]
         nodes.sort(key=lambda n: str(n.get("name")))
         shown, omitted = _cap(nodes, self.max_items)
@@ -266,10 +266,10 @@ class KubeReader:
         return out
 
     # -- generic get --------------------------------------------------------------------------
-    async def resolve_kind(self, kind: str, token: str | None = None) -> Kind:
+    async def resolve_kind(self, kind: str, caller: Caller | None = None) -> Kind:
         found = self.kinds.builtin(kind) or self.kinds.discovered(kind)
         if found is None and not self.kinds.has_discovery:
-            await self._discover(token)
+            await self._discover(caller)
             found = self.kinds.discovered(kind)
         if found is None:
             hint = (
@@ -283,13 +283,13 @@ class KubeReader:
             )
         return found
 
-    async def _discover(self, token: str | None) -> None:
+    async def _discover(self, caller: Caller | None) -> None:
         async with self._discovery_lock:
             if self.kinds.has_discovery:
                 return
             docs: list[tuple[str, str, dict[str, Any]]] = []
             try:
-                groups = await self.client.get_json("/apis", None, token)
+                groups = await self.client.get_json("/apis", None, caller)
                 for g in groups.get("groups") or []:
                     pv = (g.get("preferredVersion") or {}).get("version") or (
                         (g.get("versions") or [{}])[0].get("version")
@@ -297,7 +297,7 @@ class KubeReader:
                     if not pv:
                         continue
                     try:
-                        doc = await self.client.get_json(f"/apis/{g['name']}/{pv}", None, token)
+                        doc = await self.client.get_json(f"/apis/{g['name']}/{pv}", None, caller)
                     except KubeApiError:
                         continue
                     docs.append((str(g["name"]), str(pv), doc))
@@ -307,13 +307,13 @@ class KubeReader:
             self.kinds.learn(docs)
 
     async def get_resource(
-        self, kind: str, name: str, namespace: str = "", token: str | None = None
+        self, kind: str, name: str, namespace: str = "", caller: Caller | None = None
     ) -> dict[str, Any]:
-        k = await self.resolve_kind(kind, token)
+        k = await self.resolve_kind(kind, caller)
         if k.namespaced and not namespace:
             raise BadRequest(f"{k.kind} is a namespaced kind: pass the namespace")
         obj = await self.client.get_json(
-            k.object_path(name, namespace if k.namespaced else None), None, token
+            k.object_path(name, namespace if k.namespaced else None), None, caller
         )
         obj.setdefault("kind", k.kind)
         obj.setdefault("apiVersion", k.api_version)

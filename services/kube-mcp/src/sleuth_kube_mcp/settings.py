@@ -23,8 +23,15 @@ class KubeMcpSettings(BaseModel):
     cluster_name: str = ""
     """Name of the cluster this server reads, shown in the server's instructions and ``/healthz``."""
     accept_caller_token: bool = False
-    """Use the ``Authorization: Bearer`` token of each MCP request for the Kubernetes API instead of
-    the configured credentials (the caller's own RBAC then applies)."""
+    """Accept the ``Authorization: Bearer`` token of an MCP request (a person's own Kubernetes
+    token) and read with it instead of the configured credentials (their own RBAC then applies)."""
+    require_identity: bool = True
+    """Refuse every request that carries neither a valid signed identity assertion (``identity``
+    section: ``verify_key_files``) nor, with ``accept_caller_token``, a bearer token. Reads are
+    then made as that identity (impersonation). ``false`` lets anyone who reaches the port read
+    with kube-mcp's own rights: only for a server nothing but Sleuth's agent can reach."""
+    identity_audience: str = ""
+    """Audience assertions must name; empty = ``kube-mcp/<cluster_name>`` (what the agent uses)."""
     request_timeout: float = 10.0
     """Seconds for one Kubernetes API request."""
     max_log_bytes: int = 262144

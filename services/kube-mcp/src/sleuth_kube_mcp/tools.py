@@ -15,9 +15,11 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from sleuth_common.mcp import kubectl_command as kubectl_for
+from sleuth_kube_mcp._identity import IdentityGate, Unauthenticated
 from sleuth_kube_mcp._metrics import Metrics
+from sleuth_kube_mcp._validate import ArgumentError, check_arguments
 from sleuth_kube_mcp.analysis import analyze_logs, subgraph
-from sleuth_kube_mcp.kube import KubeApiError, KubeUnavailable
+from sleuth_kube_mcp.kube import Caller, KubeApiError, KubeUnavailable, UnsafePath
 from sleuth_kube_mcp.reads import BadRequest, KubeReader
 
 __all__ = ["CLUSTER_ADMIN_META_KEY", "TOOL_NAMES", "register_tools"]
@@ -187,35 +189,36 @@ def error_result(tool: str, args: dict[str, Any], exc: Exception) -> CallToolRes
     return _text(body, is_error=True)
 
 
-def _caller_token(ctx: Context, accept: bool) -> str | None:
-    if not accept:
-        return None
-    headers = ctx.headers or {}
-    auth = headers.get("authorization") or headers.get("Authorization") or ""
-    scheme, _, token = auth.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    return None
-
-
-def register_tools(
-    server: MCPServer, reader: KubeReader, metrics: Metrics, accept_caller_token: bool
-) -> None:
-    """Add the read-only tools of ``TOOL_NAMES`` to ``server``."""
+def register_tools(server: MCPServer, reader: KubeReader, metrics: Metrics, gate: IdentityGate) -> None:
+    """Add the read-only tools of ``TOOL_NAMES`` to ``server``. Each call is checked
+    (``_validate.check_arguments``) and then read as the identity ``gate`` finds on the request."""
 
     async def run(
-        tool: str, args: dict[str, Any], ctx: Context, call: Callable[[str | None], Awaitable[Any]]
+        tool: str, args: dict[str, Any], ctx: Context, call: Callable[[Caller | None], Awaitable[Any]]
     ) -> CallToolResult:
         started = time.perf_counter()
         outcome = "ok"
         try:
-            result = _text(await call(_caller_token(ctx, accept_caller_token)))
-        except (KubeApiError, KubeUnavailable, BadRequest) as e:
+            try:
+                check_arguments(tool, args)
+            except ArgumentError as e:
+                raise BadRequest(str(e)) from e
+            try:
+                caller = gate.caller_for(ctx.headers or {})
+            except Unauthenticated as e:
+                outcome = "unauthenticated"
+                metrics.tool_calls.labels(tool=tool, outcome=outcome).inc()
+                return _text({"error": f"unauthenticated: {e}", "code": 401, "reason": "Unauthorized",
+                              "command": kubectl_for(tool, args)}, is_error=True)
+            if caller.impersonates:
+                log.info("tool %s as %s", tool, caller.user, extra={"job_id": caller.job, "tool": tool})
+            result = _text(await call(caller))
+        except (KubeApiError, KubeUnavailable, BadRequest, UnsafePath) as e:
             outcome = (
                 "unavailable"
                 if isinstance(e, KubeUnavailable)
                 else "bad_request"
-                if isinstance(e, BadRequest)
+                if isinstance(e, BadRequest | UnsafePath)
                 else f"api_{e.code}"
             )
             log.info("tool %s failed: %s", tool, outcome)
@@ -430,7 +433,7 @@ def register_tools(
                 reference_time,
                 max_pods=max_pods,
                 tail_lines=tail_lines,
-                token=t,
+                caller=t,
             ),
         )
 

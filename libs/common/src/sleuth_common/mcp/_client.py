@@ -80,6 +80,8 @@ class ScopedMcpClient:
     results are withheld (fail closed). ``max_result_chars`` caps ``text`` (what a model reads).
     ``resolver`` resolves IPs for the filter (default: ``current_resolver()`` at call time).
     ``is_global``: a namespace-agnostic server (no namespace rules, no result filter).
+    ``auth``: signs every HTTP request (``sleuth_common.identity.AssertionAuth`` for servers with
+    ``identity: true``; such a server without one is unavailable, never called anonymously).
 
     The call path (the single choke point, DESIGN §2): allow_tools → identity → JSON schema →
     namespace rules / cluster-admin-only / PromQL pinning → (fan-out over the caller's
@@ -101,6 +103,7 @@ class ScopedMcpClient:
         max_result_chars: int | None = 40_000,
         resolver: IpResolver | None = None,
         is_global: bool = False,
+        auth: httpx2.Auth | None = None,
     ) -> None:
         if max_result_bytes is not None:
             server = server.model_copy(update={"filter_bytes": max_result_bytes})
@@ -118,6 +121,7 @@ class ScopedMcpClient:
         self.max_result_bytes = server.filter_bytes
         self.max_result_chars = max_result_chars
         self.resolver = resolver
+        self._auth = auth
         # Identity headers come only from the authenticated caller, never from tool arguments
         # or caller-supplied headers.
         self._headers = {k: v for k, v in (headers or {}).items() if k.lower() != "x-remote-user"}
@@ -186,8 +190,15 @@ class ScopedMcpClient:
 
     async def _own(self) -> None:
         timeout = httpx2.Timeout(self.server.timeout, connect=self.connect_timeout)
+        if self.server.identity and self._auth is None:
+            self._error = (
+                f"unavailable: {self.server.name} reads as the caller and needs a signed identity; "
+                "no signing key is configured (identity.signing_key_file)"
+            )
+            self._ready.set()
+            return
         try:
-            async with httpx2.AsyncClient(headers=self._headers, timeout=timeout) as http:
+            async with httpx2.AsyncClient(headers=self._headers, timeout=timeout, auth=self._auth) as http:
                 transport = streamable_http_client(self.server.url, http_client=http)
                 async with Client(transport, read_timeout_seconds=self.server.timeout, cache=None) as client:
                     await self._list(client)

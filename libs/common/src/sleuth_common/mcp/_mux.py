@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sleuth_common.config import ClusterSettings, McpServerSettings
+from sleuth_common.identity import AssertionAuth, Identity, IdentitySigner
 from sleuth_common.mcp._client import ScopedMcpClient
 from sleuth_common.mcp._commands import kubectl_command
 from sleuth_common.mcp._resolve import IpResolver
@@ -22,7 +23,8 @@ class ClusterTools:
     with ``scope``; routes a tool to the first server that lists it for this caller. Use as
     ``async with ClusterTools(cluster, scope, user=...)``. ``unavailable`` names the servers that
     did not answer (names of servers, never data). ``resolver`` resolves IPs for the filter
-    (default: ``use_resolver``'s). ``call_round`` applies the per-round budget."""
+    (default: ``use_resolver``'s). ``call_round`` applies the per-round budget. ``identity`` and
+    ``signer``: the caller, signed for every server configured with ``identity: true``."""
 
     def __init__(
         self,
@@ -36,9 +38,17 @@ class ClusterTools:
         resolver: IpResolver | None = None,
         global_servers: Sequence[McpServerSettings] = (),
         max_result_chars: int | None = 40_000,
+        identity: Identity | None = None,
+        signer: IdentitySigner | None = None,
     ) -> None:
         self.cluster = cluster
         self.scope = scope
+
+        def auth(s: McpServerSettings) -> AssertionAuth | None:
+            if not s.identity or identity is None or signer is None:
+                return None
+            return AssertionAuth(signer, identity, s.identity_audience or f"kube-mcp/{cluster.name}")
+
         self.clients: list[ScopedMcpClient] = [
             ScopedMcpClient(
                 s,
@@ -51,6 +61,7 @@ class ClusterTools:
                 resolver=resolver,
                 max_result_chars=max_result_chars,
                 is_global=is_global,
+                auth=auth(s),
             )
             for s, is_global in [*((s, False) for s in cluster.mcp_servers), *((g, True) for g in global_servers)]
         ]

@@ -1,11 +1,19 @@
 """Reading the Kubernetes API: where it is (kubeconfig or in-cluster), a GET-only client, kinds."""
 
-from sleuth_kube_mcp.kube._client import KubeApiError, KubeClient, KubeUnavailable
+from sleuth_kube_mcp.kube._client import (
+    Caller,
+    KubeApiError,
+    KubeClient,
+    KubeUnavailable,
+    UnsafePath,
+    check_path,
+)
 from sleuth_kube_mcp.kube._config import ClusterAccess, KubeConfigError, load_access
 from sleuth_kube_mcp.kube._kinds import BUILTIN_KINDS, Kind, KindResolver
 
 __all__ = [
     "BUILTIN_KINDS",
+    "Caller",
     "ClusterAccess",
     "Kind",
     "KindResolver",
@@ -13,5 +21,7 @@ __all__ = [
     "KubeClient",
     "KubeConfigError",
     "KubeUnavailable",
+    "UnsafePath",
+    "check_path",
     "load_access",
 ]

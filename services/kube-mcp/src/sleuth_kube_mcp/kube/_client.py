@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from sleuth_kube_mcp.kube._config import ClusterAccess
 
-__all__ = ["KubeApiError", "KubeClient", "KubeUnavailable"]
+__all__ = ["Caller", "KubeApiError", "KubeClient", "KubeUnavailable", "UnsafePath"]
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,47 @@ class KubeUnavailable(Exception):
     """The API server could not be reached or did not answer in time."""
 
 
+class UnsafePath(ValueError):
+    """A path segment is not a plain Kubernetes name (``..``, ``/``, ``%``, spaces ...)."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Whose rights one read uses (DESIGN §2, "the cluster decides").
+
+    - ``token``: the caller's own bearer token (``accept_caller_token``);
+    - ``user`` (+ ``groups``): kube-mcp's credentials impersonating that identity
+      (``Impersonate-User`` / ``Impersonate-Group``): the API server authorizes the read with the
+      asker's RBAC, and its audit log records both;
+    - neither: kube-mcp's own identity (only when ``require_identity`` is off).
+    """
+
+    token: str | None = None
+    user: str = ""
+    groups: tuple[str, ...] = ()
+    job: str = ""
+
+    @property
+    def impersonates(self) -> bool:
+        return bool(self.user) and not self.token
+
+
+# One path segment: what a Kubernetes name, namespace, resource or group can be. Anything else
+# (``..``, ``%2F``, spaces, ``?``, ``#``) never reaches the API server, whichever tool built it.
+_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@~+-]{0,252}$")
+
+
+def check_path(path: str) -> str:
+    """``path`` when every segment is a plain name; raises :class:`UnsafePath` otherwise."""
+    if not path.startswith("/"):
+        raise UnsafePath("the API path must be absolute")
+    for seg in path[1:].split("/"):
+        if not _SEGMENT.match(seg) or ".." in seg:
+            shown = seg if len(seg) <= 80 else seg[:80] + "…"
+            raise UnsafePath(f"{shown!r} is not a valid Kubernetes name")
+    return path
+
+
 def _status_error(resp: httpx.Response, body: bytes, path: str) -> KubeApiError:
     reason, message = resp.reason_phrase or "Error", ""
     try:
@@ -44,7 +87,8 @@ def _status_error(resp: httpx.Response, body: bytes, path: str) -> KubeApiError:
 
 
 class KubeClient:
-    """GETs JSON and text from one cluster. ``token`` per call overrides the default credential.
+    """GETs JSON and text from one cluster, each request made as a :class:`Caller`. Every path is
+    checked segment by segment (:func:`check_path`) before it is sent.
 
     The httpx client is made on first use (inside the running event loop) and closed by
     :meth:`aclose`.
@@ -77,18 +121,24 @@ class KubeClient:
             await self._http.aclose()
             self._http = None
 
-    def _headers(self, token: str | None) -> dict[str, str]:
-        bearer = token or self.access.default_token()
-        return {"Authorization": f"Bearer {bearer}"} if bearer else {}
+    def _headers(self, caller: Caller | None) -> list[tuple[str, str]]:
+        if caller is not None and caller.token:
+            return [("Authorization", f"Bearer {caller.token}")]
+        bearer = self.access.default_token()
+        headers = [("Authorization", f"Bearer {bearer}")] if bearer else []
+        if caller is not None and caller.user:
+            headers.append(("Impersonate-User", caller.user))
+            headers += [("Impersonate-Group", g) for g in caller.groups]
+        return headers
 
     def _count(self, code: int) -> None:
         if self._on_response is not None:
             self._on_response(code)
 
     async def get_json(
-        self, path: str, params: Mapping[str, Any] | None = None, token: str | None = None
+        self, path: str, params: Mapping[str, Any] | None = None, caller: Caller | None = None
     ) -> dict[str, Any]:
-        body = await self._get(path, params, token, max_bytes=None)
+        body = await self._get(path, params, caller, max_bytes=None)
         try:
             data = json.loads(body[0])
         except ValueError as e:
@@ -101,19 +151,20 @@ class KubeClient:
         self,
         path: str,
         params: Mapping[str, Any] | None = None,
-        token: str | None = None,
+        caller: Caller | None = None,
         max_bytes: int | None = None,
     ) -> tuple[str, bool]:
         """Text body (logs) and whether it was cut to ``max_bytes`` (the newest bytes are kept)."""
-        body, truncated = await self._get(path, params, token, max_bytes=max_bytes)
+        body, truncated = await self._get(path, params, caller, max_bytes=max_bytes)
         return body.decode("utf-8", "replace"), truncated
 
     async def _get(
-        self, path: str, params: Mapping[str, Any] | None, token: str | None, max_bytes: int | None
+        self, path: str, params: Mapping[str, Any] | None, caller: Caller | None, max_bytes: int | None
     ) -> tuple[bytes, bool]:
+        check_path(path)
         clean = {k: v for k, v in (params or {}).items() if v not in (None, "")}
         try:
-            async with self._client().stream("GET", path, params=clean, headers=self._headers(token)) as resp:
+            async with self._client().stream("GET", path, params=clean, headers=self._headers(caller)) as resp:
                 buf = bytearray()
                 truncated = False
                 async for chunk in resp.aiter_bytes():

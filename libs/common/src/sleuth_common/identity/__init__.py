@@ -1,0 +1,32 @@
+"""Signed identity assertions: one library for issuing and verifying who a request acts for
+(DESIGN §2). The agent signs the asker's identity for Sleuth's kube-mcp, which impersonates
+that identity against the Kubernetes API and refuses any call without a valid assertion."""
+
+from sleuth_common.identity._assertion import (
+    ASSERTION_HEADER,
+    Identity,
+    IdentityError,
+    IdentitySigner,
+    IdentityVerifier,
+    generate_keypair,
+    key_id,
+    load_private_key,
+    load_public_key,
+)
+from sleuth_common.identity._http import AssertionAuth
+from sleuth_common.identity._keys import signer_from_settings, verifier_from_settings
+
+__all__ = [
+    "ASSERTION_HEADER",
+    "AssertionAuth",
+    "Identity",
+    "IdentityError",
+    "IdentitySigner",
+    "IdentityVerifier",
+    "generate_keypair",
+    "key_id",
+    "load_private_key",
+    "load_public_key",
+    "signer_from_settings",
+    "verifier_from_settings",
+]
