@@ -184,8 +184,12 @@ class OfflineCluster:
 
 
 @contextmanager
-def offline_cluster(snapshot: Path, state_dir: Path | None = None) -> Iterator[OfflineCluster]:
-    """Start simcluster and kube-mcp (reading as ``sleuth-reader``) on loopback; stop both after."""
+def offline_cluster(
+    snapshot: Path, state_dir: Path | None = None, *, impersonate: bool = True
+) -> Iterator[OfflineCluster]:
+    """Start simcluster and kube-mcp (``sleuth-reader``, impersonating the asker) on loopback;
+    stop both after. ``impersonate=False``: kube-mcp reads with the reader's own rights and only
+    the filter scopes results (the old mode, kept for ``make bench``'s comparison)."""
     from sleuth_kube_mcp import Settings as KubeMcpSettings
     from sleuth_kube_mcp import serve_in_thread
     from sleuth_simcluster import SimCluster
@@ -200,7 +204,8 @@ def offline_cluster(snapshot: Path, state_dir: Path | None = None) -> Iterator[O
         sim = SimCluster(snapshot, state / "simcluster").start()
         try:
             settings = KubeMcpSettings.model_validate(
-                {"kube_mcp": {"port": 0, "kubeconfig": str(sim.kubeconfig(READER_USER)), "cluster_name": cname},
+                {"kube_mcp": {"port": 0, "kubeconfig": str(sim.kubeconfig(READER_USER)), "cluster_name": cname,
+                              "require_identity": impersonate},
                  "identity": identity.model_dump()}
             )
             mcp = serve_in_thread(settings)
@@ -210,7 +215,7 @@ def offline_cluster(snapshot: Path, state_dir: Path | None = None) -> Iterator[O
                     aliases=[str(a) for a in cmeta.get("aliases") or []],
                     api_server=sim.url,
                     ca_file=str(sim.ca_file),
-                    mcp_servers=[McpServerSettings(name="kube", url=mcp.url, timeout=10.0, identity=True)],
+                    mcp_servers=[McpServerSettings(name="kube", url=mcp.url, timeout=10.0, identity=impersonate)],
                 )
                 yield OfflineCluster(snapshot, cluster, dict(meta.get("users") or {}), sim, mcp, identity)
             finally:

@@ -9,7 +9,25 @@ import sys
 from sleuth_agent.app import create_app
 from sleuth_agent.settings import Settings
 from sleuth_common.config import load_settings
+from sleuth_common.identity import IdentityError, signer_from_settings
 from sleuth_common.logs import configure_logging
+
+
+def identity_problem(settings: Settings) -> str:
+    """Why the agent cannot act for anyone on a server that needs a signed identity ("" = fine)."""
+    needs = [f"{c.name}/{s.name}" for c in settings.clusters for s in c.mcp_servers if s.identity]
+    if not needs:
+        return ""
+    try:
+        signer = signer_from_settings(settings.identity)
+    except IdentityError as e:
+        return str(e)
+    if signer is None:
+        return (
+            f"{', '.join(needs)} read as the asker and need a signed identity: set "
+            "identity.signing_key_file (or the SLEUTH_IDENTITY_SIGNING_KEY environment variable)"
+        )
+    return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = load_settings(Settings, args.config)
     configure_logging(settings.logging)
+    if problem := identity_problem(settings):
+        print(f"sleuth-agent: {problem}", file=sys.stderr)
+        return 2
     try:
         asyncio.run(create_app(settings).run())
     except KeyboardInterrupt:
