@@ -149,3 +149,49 @@ def test_nothing_of_team_a_reaches_bobs_model(
     bodies = "\n".join(r.raw for r in fake.requests[start:])
     leaked = sorted(n for n in tenant_names(demo_snapshot, "team-a") | {"team-a"} if n in bodies)
     assert not leaked, f"reached bob's model: {leaked}"
+
+
+def test_a_model_trying_traversal_and_cluster_scoped_reads_gets_nothing_foreign(
+    stack: Stack, fake: FakeModelServer, demo_snapshot: Path
+) -> None:
+    """The model (as a prompt-injected attacker would) steers alice's reads at team-b through
+    name arguments, and at cluster-scoped kinds; kube-mcp refuses the names, reads as alice
+    (the API server refuses the rest), and the filter withholds what it cannot prove."""
+    start = len(fake.requests)
+    pod = sorted((demo_snapshot / "logs" / "team-b").iterdir())[0].name
+    fake.add(
+        call(
+            ("pod_logs", {"namespace": "team-a", "name": f"../../team-b/pods/{pod}"}),
+            ("get_pod", {"namespace": "team-a", "name": f"..%2F..%2Fteam-b%2Fpods%2F{pod}"}),
+            ("get_resource", {"namespace": "team-a", "kind": "Secret", "name": "../../team-b/secrets/x"}),
+            ("get_resource", {"kind": "Namespace", "name": "team-b"}),
+            ("get_resource", {"kind": "ClusterRoleBinding", "name": "cluster-admin"}),
+            ("list_storage", {}),
+            ("list_resources", {"namespace": "team-a", "kind": "rolebindings"}),
+            ("list_events", {"namespace": "team-a", "involved_object_name": "x,involvedObject.namespace=team-b"}),
+        ),
+        cite_everything("nothing of team-b here"),
+    )
+    _, result = ask_streaming(stack, "alice", "what is failing in team-a?")
+    assert result["event"] == "result", result
+    # What Sleuth sent the model besides the model's own words (its tool calls echo the names
+    # it typed, which it already knows): the system prompt and every tool result.
+    sent = "\n".join(
+        json.dumps(block.get("content"))
+        for r in fake.requests[start:]
+        for m in r.messages
+        if m.get("role") == "user" and isinstance(m.get("content"), list)
+        for block in m["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    )
+    assert sent.count("tool_use_id") == 0 and len(sent) > 200, "the tool results were recorded"
+    assert "is not a valid Kubernetes name" in sent or "must be a DNS-1123" in sent
+    refused_names = {f"../../team-b/pods/{pod}", f"..%2F..%2Fteam-b%2Fpods%2F{pod}", "../../team-b/secrets/x"}
+    for name in refused_names:  # the refusal may quote what the model typed; strip that first
+        sent = sent.replace(json.dumps(name)[1:-1], "").replace(repr(name)[1:-1], "")
+    # "team-b" itself the model typed (the API's 403 quotes it back, as kubectl would show alice);
+    # nothing that exists there may come back.
+    foreign = tenant_names(demo_snapshot, "team-b") | {"kube-system", "monitoring"}
+    leaked = sorted(n for n in foreign if n in sent)
+    assert not leaked, f"reached alice's model: {leaked}: " + "; ".join(
+        sent[max(0, sent.find(n) - 150): sent.find(n) + 80] for n in leaked)
