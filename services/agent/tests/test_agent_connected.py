@@ -19,6 +19,7 @@ from nats.aio.client import Client as Nats
 from sleuth_agent import Settings, build
 from sleuth_agent.handlers import AUTHZ_UNAVAILABLE
 from sleuth_agent.worker import JobWorker
+from sleuth_common.identity import IdentitySigner, generate_keypair
 from sleuth_common.messages import (
     ClusterScope,
     InvestigationJob,
@@ -58,7 +59,6 @@ def team_b_names(snapshot: Path) -> set[str]:
 
 @pytest.fixture
 def stack(tmp_path: Path, demo_snapshot: Path) -> Iterator[dict[str, Any]]:
-    from sleuth_common.identity import generate_keypair
     from sleuth_kube_mcp import Settings as KubeSettings
     from sleuth_kube_mcp import serve_in_thread
     from sleuth_simcluster import SimCluster
@@ -66,6 +66,7 @@ def stack(tmp_path: Path, demo_snapshot: Path) -> Iterator[dict[str, Any]]:
     private, public = generate_keypair()
     (tmp_path / "agent.key").write_bytes(private)
     (tmp_path / "agent.pub").write_bytes(public)
+    (tmp_path / "authz.pub").write_bytes(AUTHZ.public_pem())
     with SimCluster(demo_snapshot, tmp_path / "sim", host="127.0.0.1", port=0) as sim:
         kube_settings = KubeSettings(
             kube_mcp={
@@ -77,7 +78,8 @@ def stack(tmp_path: Path, demo_snapshot: Path) -> Iterator[dict[str, Any]]:
             identity={"verify_key_files": [str(tmp_path / "agent.pub")], "verify_keys_env": ""},
         )
         with serve_in_thread(kube_settings) as mcp:
-            yield {"mcp_url": mcp.url, "signing_key": str(tmp_path / "agent.key")}
+            yield {"mcp_url": mcp.url, "signing_key": str(tmp_path / "agent.key"),
+                   "authz_pub": str(tmp_path / "authz.pub")}
 
 
 def agent_settings(stack: dict[str, Any], nats_url: str, redis_url: str, **agent: Any) -> Settings:
@@ -89,7 +91,8 @@ def agent_settings(stack: dict[str, Any], nats_url: str, redis_url: str, **agent
             {"name": "demo", "aliases": ["dev"],
              "mcp_servers": [{"name": "kube", "url": stack["mcp_url"], "identity": True}]}
         ],
-        identity={"signing_key_file": stack["signing_key"], "signing_key_env": ""},
+        identity={"signing_key_file": stack["signing_key"], "signing_key_env": "",
+                  "job_issuers": {"sleuth-authz": [stack["authz_pub"]]}},
         agent={"metrics_port": 0, "ack_wait": 2.0, "in_progress_interval": 0.5, **agent},
     )
 
@@ -151,8 +154,20 @@ class Asker:
         return self.results[job.id][0]
 
 
-def job_for(user: str, question: str, **kw: Any) -> InvestigationJob:
-    return InvestigationJob(requester=Requester(user=user, groups=(user,)), question=question, **kw)
+# Signs job identities as authz-cache does for a person's login.
+AUTHZ = IdentitySigner.from_pem(generate_keypair()[0], issuer="sleuth-authz", ttl=300)
+
+
+# The demo snapshot's groups: kube-mcp reads as the requester, so the cluster's RBAC applies.
+GROUPS = {"alice": ("team-a",), "bob": ("team-b",), "carol": ("platform-admins",)}
+
+
+def job_for(user: str, question: str, *, signer: IdentitySigner | None = AUTHZ, **kw: Any) -> InvestigationJob:
+    groups = GROUPS.get(user, ())
+    job = InvestigationJob(requester=Requester(user=user, groups=groups), question=question, **kw)
+    if signer is None:
+        return job
+    return job.model_copy(update={"identity": signer.mint(user, groups, audience="sleuth-agent")})
 
 
 async def test_alice_gets_a_diagnosis_and_never_a_team_b_name(
@@ -256,5 +271,54 @@ async def test_malformed_job_is_terminated(stack, nats_server, valkey) -> None:
                     await asyncio.sleep(0.05)
             info = await js.consumer_info(SUBJECTS.stream_jobs, SUBJECTS.agent_durable)
             assert info.num_ack_pending == 0
+    finally:
+        await nc.drain()
+
+
+async def test_jobs_without_a_valid_identity_of_their_requester_are_refused(stack, nats_server, valkey) -> None:
+    """The bus is not trusted: a job that names carol as its requester is answered only when a
+    job issuer signed carol's identity for it."""
+    nc = await nats.connect(nats_server.url)
+    forger = IdentitySigner.from_pem(generate_keypair()[0], issuer="sleuth-authz")
+    try:
+        async with authz_responder(nc), running_agent(agent_settings(stack, nats_server.url, valkey.url)):
+            asker = Asker(nc)
+            alice = job_for("alice", "what is failing in team-a?")
+            as_carol = InvestigationJob(requester=Requester(user="carol", groups=GROUPS["carol"]),
+                                        question="what is failing in team-b?", identity=alice.identity)
+            replayed = job_for("alice", "what is failing in team-a?").model_copy(update={"identity": alice.identity})
+            cases = {
+                "no identity": job_for("carol", "what is failing in team-b?", signer=None),
+                "another key": job_for("carol", "what is failing in team-b?", signer=forger),
+                "alice's identity, carol named": as_carol,
+            }
+            await asker.submit(alice)
+            assert (await asker.result(alice)).status == "diagnosed"
+            cases["alice's identity replayed on another job"] = replayed
+            for name, job in cases.items():
+                await asker.submit(job)
+                result = await asker.result(job)
+                assert result.status == "denied", name
+                assert "valid signed identity" in result.answer_markdown and not result.evidence, name
+                assert "team-b" not in json.dumps(result.model_dump(mode="json", exclude={"answer_markdown"}))
+    finally:
+        await nc.drain()
+
+
+async def test_an_answer_never_goes_to_a_reply_subject_the_publisher_chose(stack, nats_server, valkey) -> None:
+    nc = await nats.connect(nats_server.url)
+    overheard: list[bytes] = []
+    try:
+        async def eavesdrop(msg: Any) -> None:
+            overheard.append(msg.data)
+
+        sub = await nc.subscribe("eavesdrop.>", cb=eavesdrop)
+        async with authz_responder(nc), running_agent(agent_settings(stack, nats_server.url, valkey.url)):
+            asker = Asker(nc)
+            job = job_for("alice", "what is failing in team-a?", reply_subject="eavesdrop.answers")
+            await asker.submit(job)
+            result = await asker.result(job)  # on its own done subject
+            assert result.status == "diagnosed" and not overheard
+        await sub.unsubscribe()
     finally:
         await nc.drain()

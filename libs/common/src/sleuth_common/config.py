@@ -41,6 +41,40 @@ class NatsSettings(_Group):
     """NATS server URL(s), comma separated."""
     connect_timeout: float = 2.0
     """Seconds to wait for a connection at start-up."""
+    user: str = ""
+    """User name this service logs in with (user/password authentication; the server's
+    permissions for that user decide what it may publish and subscribe). Empty = no user."""
+    password_env: str = "SLEUTH_NATS_PASSWORD"
+    """Environment variable holding the password of ``user`` (secrets come only from the
+    environment)."""
+    creds_file: str = ""
+    """NATS ``.creds`` file (user JWT and nkey seed, decentralized auth); instead of ``user``."""
+    nkey_seed_file: str = ""
+    """File holding an nkey seed (``SU…``) whose public key the server lists; instead of ``user``."""
+    tls_ca_file: str = ""
+    """CA bundle that signs the server's certificate (empty = system trust). Setting any
+    ``tls_*`` file, or a ``tls://`` URL, turns TLS on."""
+    tls_cert_file: str = ""
+    """Client certificate (PEM) for mutual TLS."""
+    tls_key_file: str = ""
+    """Private key (PEM) of ``tls_cert_file``."""
+    tls_verify: bool = True
+    """Verify the server's certificate and host name. ``false`` only against a test server."""
+    inbox_prefix: str = ""
+    """Prefix of this service's reply subjects. Empty = ``_INBOX.<user>`` when ``user`` is set,
+    else ``_INBOX``. The server lets a service subscribe to its own inboxes only, so this must
+    match the prefix its permissions allow."""
+
+    def password(self) -> SecretStr | None:
+        """The password of ``user`` from ``password_env``, or None when unset or empty."""
+        value = os.environ.get(self.password_env, "") if self.password_env else ""
+        return SecretStr(value) if value else None
+
+    def inbox(self) -> str:
+        """The inbox prefix in effect (see ``inbox_prefix``)."""
+        if self.inbox_prefix:
+            return self.inbox_prefix
+        return f"_INBOX.{self.user}" if self.user else "_INBOX"
 
 
 class RedisSettings(_Group):
@@ -48,6 +82,24 @@ class RedisSettings(_Group):
     """Redis / Valkey URL."""
     timeout: float = 1.0
     """Socket timeout in seconds: Redis trouble surfaces quickly instead of hanging a request."""
+    username: str = ""
+    """ACL user this service logs in as (its key patterns and commands are limited by the
+    server's ACL). Empty = the ``default`` user."""
+    password_env: str = "SLEUTH_REDIS_PASSWORD"
+    """Environment variable holding the password of ``username`` (secrets come only from the
+    environment)."""
+    tls: bool = False
+    """Connect over TLS (also on when the URL is ``rediss://``)."""
+    ca_file: str = ""
+    """CA bundle that signs the server's certificate (empty = system trust)."""
+    max_connections: int = 32
+    """Most connections this process opens to Redis; a command beyond that waits up to
+    ``timeout`` seconds for a free one, then fails like any other Redis error."""
+
+    def password(self) -> SecretStr | None:
+        """The password of ``username`` from ``password_env``, or None when unset or empty."""
+        value = os.environ.get(self.password_env, "") if self.password_env else ""
+        return SecretStr(value) if value else None
 
 
 class LoggingSettings(_Group):
@@ -94,6 +146,9 @@ class McpServerSettings(_Group):
     """Per-tool argument rules, by tool name (override what is learned from the tool list)."""
     filter_bytes: int = 4_000_000
     """Results larger than this are withheld from scoped callers as too large to check."""
+    filter_timeout: float = 5.0
+    """Seconds a large result may take to check (it is checked in a worker thread, off the event
+    loop); a result not checked in time is withheld, never shown unchecked."""
     max_fan_out: int = 20
     """Most namespaces one call fans out over (more: the caller is asked to name one)."""
     identity: bool = False
@@ -166,13 +221,25 @@ class IdentitySettings(_Group):
     verify_keys_env: str = "SLEUTH_IDENTITY_VERIFY_KEYS"
     """Environment variable holding public key PEM(s), added to ``verify_key_files``."""
     issuer: str = "sleuth-agent"
-    """Issuer name written into and required of assertions."""
+    """The agent's issuer name: written into its assertions and required by kube-mcp."""
     ttl: float = 30.0
     """Seconds an assertion is valid (a fresh one is signed for every request)."""
     max_ttl: float = 300.0
     """Verifiers refuse assertions that live longer than this."""
     leeway: float = 5.0
     """Clock skew tolerated between signer and verifier, in seconds."""
+    job_issuers: dict[str, list[str]] = Field(default_factory=dict)
+    """Who may tell the agent whom a job acts for: issuer name → public key files (PEM).
+    ``sleuth-authz`` signs a person's login (authz-cache), ``sleuth-alerts`` a channel's alerts,
+    ``sleuth-scheduler`` a schedule's owner. Each key is bound to its issuer."""
+    require_job_identity: bool = True
+    """The agent refuses a job without a valid assertion of its requester from a ``job_issuers``
+    key (the ``requester`` field alone is never trusted). ``false`` only for a bus nobody else
+    can publish on."""
+    job_audience: str = "sleuth-agent"
+    """Audience of job assertions."""
+    job_ttl: float = 300.0
+    """Seconds a job assertion is valid: time in the queue plus the investigation."""
 
 
 class ServiceSettings(BaseSettings):

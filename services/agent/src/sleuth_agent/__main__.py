@@ -9,12 +9,23 @@ import sys
 from sleuth_agent.app import create_app
 from sleuth_agent.settings import Settings
 from sleuth_common.config import load_settings
-from sleuth_common.identity import IdentityError, signer_from_settings
+from sleuth_common.identity import IdentityError, job_verifier_from_settings, signer_from_settings
 from sleuth_common.logs import configure_logging
 
 
 def identity_problem(settings: Settings) -> str:
-    """Why the agent cannot act for anyone on a server that needs a signed identity ("" = fine)."""
+    """Why the agent cannot start ("" = fine): it must be able to check who each job is for, and
+    to sign that identity for every server that reads as the asker."""
+    try:
+        verifier = job_verifier_from_settings(settings.identity)
+    except IdentityError as e:
+        return str(e)
+    if verifier is None and settings.identity.require_job_identity:
+        return (
+            "no key to check who a job is for: set identity.job_issuers (issuer → public key files, "
+            "e.g. sleuth-authz: [authz.pub]) or, on a bus nobody else can publish on, "
+            "identity.require_job_identity: false"
+        )
     needs = [f"{c.name}/{s.name}" for c in settings.clusters for s in c.mcp_servers if s.identity]
     if not needs:
         return ""

@@ -6,21 +6,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 from dataclasses import dataclass, field
 
 import uvicorn
 from faststream import FastStream
 from faststream.nats import NatsBroker
 from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
 from sleuth_agent.handlers import JobHandler
 from sleuth_agent.llm import LlmInvestigator, make_llm_investigator
 from sleuth_agent.metrics import Metrics, health_app
 from sleuth_agent.settings import Settings
 from sleuth_agent.worker import JobWorker
+from sleuth_common.connect import nats_broker, redis_client
+from sleuth_common.identity import job_verifier_from_settings
 from sleuth_common.subjects import Subjects
 
 __all__ = ["Agent", "build", "create_app"]
@@ -51,7 +50,10 @@ class Agent:
     async def start(self) -> None:
         nc = await self.broker.connect()
         self.llm = make_llm_investigator(self.settings, self.metrics, self.redis)
-        self.handler = JobHandler(nc, self.settings, self.metrics, self.redis, self.llm)
+        self.handler = JobHandler(
+            nc, self.settings, self.metrics, self.redis, self.llm,
+            verifier=job_verifier_from_settings(self.settings.identity),
+        )
         self.worker = JobWorker(
             nc, Subjects(self.settings.prefix), self.settings.agent, self.handler.handle, self.metrics
         )
@@ -84,18 +86,13 @@ class Agent:
 
 def build(settings: Settings) -> Agent:
     """Build without connecting anything."""
-    broker = NatsBroker(
-        settings.nats.url.split(","),
-        connect_timeout=math.ceil(settings.nats.connect_timeout),
+    broker = nats_broker(
+        settings.nats,
+        name="sleuth-agent",
         max_reconnect_attempts=-1,
         log_level=logging.DEBUG,
     )
-    redis = Redis.from_url(
-        settings.redis.url,
-        socket_timeout=settings.redis.timeout,
-        socket_connect_timeout=settings.redis.timeout,
-        retry=Retry(NoBackoff(), 1),
-    )
+    redis = redis_client(settings.redis)
     agent = Agent(settings, FastStream(broker), broker, Metrics(), redis)
     agent.app.after_startup(agent.start)
     agent.app.on_shutdown(agent.stop)

@@ -21,6 +21,7 @@ from sleuth_agent.metrics import Metrics
 from sleuth_agent.rca import investigate
 from sleuth_agent.settings import Settings
 from sleuth_common.audit import tool_call_event
+from sleuth_common.identity import IdentityError, IdentityVerifier
 from sleuth_common.mcp import ToolAuditEvent, bus_resolver, use_resolver
 from sleuth_common.messages import (
     InvestigationJob,
@@ -36,6 +37,10 @@ __all__ = ["AUTHZ_UNAVAILABLE", "JobHandler"]
 log = logging.getLogger(__name__)
 
 AUTHZ_UNAVAILABLE = "authorization is unavailable, try again shortly"
+NO_IDENTITY = (
+    "This request was refused: it does not carry a valid signed identity of the person it is "
+    "for ({why}). Ask again through Sleuth's chat, API or alert routes."
+)
 
 
 class ScopeUnavailable(Exception):
@@ -50,9 +55,11 @@ class JobHandler:
         metrics: Metrics,
         redis: Redis | None,
         llm: LlmInvestigator | None = None,
+        verifier: IdentityVerifier | None = None,
     ) -> None:
         self.nc = nc
         self.llm = llm
+        self.verifier = verifier
         self.settings = settings
         self.metrics = metrics
         self.redis = redis
@@ -83,6 +90,32 @@ class JobHandler:
             # Prefer a possible duplicate answer over none at all.
             log.warning("cannot mark job answered (%s); publishing anyway", exc, extra={"job_id": job_id})
             return True
+
+    async def identity_problem(self, job: InvestigationJob) -> str:
+        """Why ``job`` may not be acted on ("" = its requester is proven). The assertion must verify
+        (key bound to its issuer, audience, expiry), name exactly the requester, belong to this job
+        when it names one, and not have been used for another job (a captured assertion cannot be
+        replayed with another question)."""
+        if self.verifier is None:
+            return "" if not self.settings.identity.require_job_identity else "the agent has no key to check it"
+        try:
+            who = self.verifier.verify(job.identity)
+        except IdentityError as e:
+            return str(e)
+        if who.user != job.requester.user or set(who.groups) != set(job.requester.groups):
+            return "the identity does not match the requester"
+        if who.job and who.job != job.id:
+            return "the identity belongs to another request"
+        if self.redis is not None and who.assertion_id:
+            key = f"{self.settings.prefix}:agent:assertion:{who.assertion_id}"
+            ttl = max(1, int(who.expires_at - time.time()) + 60)
+            try:
+                if not await self.redis.set(key, job.id, nx=True, ex=ttl):
+                    if (await self.redis.get(key) or b"").decode() != job.id:
+                        return "the identity was already used for another request"
+            except (RedisError, OSError) as exc:
+                log.warning("cannot record the assertion (%s); checking it once only", exc, extra={"job_id": job.id})
+        return ""
 
     async def resolve_scope(self, job: InvestigationJob) -> ScopeReply:
         req = ScopeRequest(user=job.requester.user, groups=job.requester.groups)
@@ -117,6 +150,18 @@ class JobHandler:
                 await self.nc.publish(self.subjects.audit("tool_call"), json.dumps(body).encode())
 
         await progress("started", "investigation started")
+        refused = await self.identity_problem(job)
+        if refused:
+            log.warning("job refused: %s", refused, extra={"job_id": job.id})
+            result = InvestigationResult(
+                status="denied", answer_markdown=NO_IDENTITY.format(why=refused), job_id=job.id,
+                user=job.requester.user,
+            )
+            with contextlib.suppress(NatsError):
+                await self.nc.publish(self.subjects.audit("job_refused"), json.dumps(
+                    {"job_id": job.id, "user": job.requester.user, "origin": job.origin, "reason": refused}
+                ).encode())
+            return await self._publish(job, result, started, None)
         try:
             scope = await self.resolve_scope(job)
         except ScopeUnavailable as exc:
@@ -149,6 +194,20 @@ class JobHandler:
                     result, llm_run = await self.llm.run(
                         job, scope, result, started=started, progress=progress, on_audit=audit
                     )
+        return await self._publish(job, result, started, llm_run)
+
+    def _reply_subject(self, job: InvestigationJob) -> str:
+        """Where the answer goes: the job's done subject, or the alerts results subject of this
+        job. Any other reply subject (one a publisher chose to overhear answers) is ignored."""
+        allowed = {self.subjects.jobs_done(job.id), self.subjects.alerts_result(job.id)}
+        if job.reply_subject and job.reply_subject not in allowed:
+            log.warning("job names a reply subject that is not its own; answering on its done subject",
+                        extra={"job_id": job.id})
+        return job.reply_subject if job.reply_subject in allowed else self.subjects.jobs_done(job.id)
+
+    async def _publish(
+        self, job: InvestigationJob, result: InvestigationResult, started: float, llm_run: LlmRun | None
+    ) -> InvestigationResult | None:
         result = result.model_copy(
             update={
                 "duration_ms": round((time.monotonic() - started) * 1000, 1),
@@ -160,8 +219,7 @@ class JobHandler:
                 "job already answered by another delivery; not answering twice", extra={"job_id": job.id}
             )
             return None
-        subject = job.reply_subject or self.subjects.jobs_done(job.id)
-        await self.nc.publish(subject, result.to_bytes())
+        await self.nc.publish(self._reply_subject(job), result.to_bytes())
         await self.nc.flush(timeout=5)
         self.metrics.jobs.labels(result.status).inc()
         self.metrics.job_seconds.observe(time.monotonic() - started)

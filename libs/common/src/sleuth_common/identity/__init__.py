@@ -14,7 +14,11 @@ from sleuth_common.identity._assertion import (
     load_public_key,
 )
 from sleuth_common.identity._http import AssertionAuth
-from sleuth_common.identity._keys import signer_from_settings, verifier_from_settings
+from sleuth_common.identity._keys import (
+    job_verifier_from_settings,
+    signer_from_settings,
+    verifier_from_settings,
+)
 
 __all__ = [
     "ASSERTION_HEADER",
@@ -24,6 +28,7 @@ __all__ = [
     "IdentitySigner",
     "IdentityVerifier",
     "generate_keypair",
+    "job_verifier_from_settings",
     "key_id",
     "load_private_key",
     "load_public_key",

@@ -20,7 +20,7 @@ import base64
 import hashlib
 import secrets
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import jwt
@@ -186,20 +186,25 @@ class IdentityVerifier:
 
     def __init__(
         self,
-        public_keys: Sequence[Ed25519PublicKey],
+        public_keys: Sequence[Ed25519PublicKey] = (),
         *,
         audience: str,
         issuers: Iterable[str] = ("sleuth-agent",),
+        issuer_keys: Mapping[str, Sequence[Ed25519PublicKey]] | None = None,
         leeway: float = 5.0,
         max_ttl: float = 300.0,
     ) -> None:
-        if not public_keys:
+        """``public_keys`` are trusted for any of ``issuers``; ``issuer_keys`` binds keys to one
+        issuer each (an assertion must name the issuer its key belongs to)."""
+        self._keys: dict[str, tuple[Ed25519PublicKey, str | None]] = {key_id(k): (k, None) for k in public_keys}
+        for issuer, keys in (issuer_keys or {}).items():
+            self._keys.update({key_id(k): (k, issuer) for k in keys})
+        if not self._keys:
             raise ValueError("a verifier needs at least one public key")
         if not audience:
             raise ValueError("a verifier needs an audience")
-        self._keys = {key_id(k): k for k in public_keys}
         self.audience = audience
-        self.issuers = frozenset(issuers)
+        self.issuers = frozenset(issuers) | frozenset(issuer_keys or ())
         self.leeway = leeway
         self.max_ttl = max_ttl
 
@@ -213,9 +218,10 @@ class IdentityVerifier:
             raise IdentityError("the identity assertion is malformed") from e
         if header.get("alg") != _ALGORITHM:
             raise IdentityError("the identity assertion is not signed with EdDSA")
-        key = self._keys.get(str(header.get("kid") or ""))
-        if key is None:
+        found = self._keys.get(str(header.get("kid") or ""))
+        if found is None:
             raise IdentityError("the identity assertion is signed by an unknown key")
+        key, bound_issuer = found
         # Times are judged here (one clock, testable), the rest by PyJWT.
         options = {
             "require": ["exp", "iat", "nbf", "aud", "sub", "iss"],
@@ -235,7 +241,7 @@ class IdentityVerifier:
             raise IdentityError("the identity assertion's signature does not verify") from e
         except jwt.PyJWTError as e:
             raise IdentityError(f"the identity assertion is invalid: {type(e).__name__}") from e
-        if claims.get("iss") not in self.issuers:
+        if claims.get("iss") not in self.issuers or (bound_issuer is not None and claims.get("iss") != bound_issuer):
             raise IdentityError("the identity assertion comes from an issuer that is not trusted")
         try:
             exp, iat, nbf = float(claims["exp"]), float(claims["iat"]), float(claims["nbf"])

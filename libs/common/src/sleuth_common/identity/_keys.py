@@ -15,7 +15,7 @@ from sleuth_common.identity._assertion import (
     load_public_key,
 )
 
-__all__ = ["signer_from_settings", "verifier_from_settings"]
+__all__ = ["job_verifier_from_settings", "signer_from_settings", "verifier_from_settings"]
 
 
 def _read(path: str, what: str) -> str:
@@ -30,15 +30,33 @@ def _signer(pem: str, issuer: str, ttl: float) -> IdentitySigner:
     return IdentitySigner(load_private_key(pem), issuer=issuer, ttl=ttl)
 
 
-def signer_from_settings(s: IdentitySettings) -> IdentitySigner | None:
-    """The signer for ``s`` (the environment variable wins over the file); ``None`` when no
-    signing key is configured. Raises :class:`IdentityError` for a key that cannot be read."""
+def signer_from_settings(
+    s: IdentitySettings, *, issuer: str | None = None, ttl: float | None = None
+) -> IdentitySigner | None:
+    """This process's signer (the environment variable wins over the file); ``None`` when no
+    signing key is configured. ``issuer``/``ttl`` default to the agent's (``s.issuer``, ``s.ttl``).
+    Raises :class:`IdentityError` for a key that cannot be read."""
     pem = os.environ.get(s.signing_key_env, "") if s.signing_key_env else ""
     if not pem and s.signing_key_file:
         pem = _read(s.signing_key_file, "the signing key")
     if not pem.strip():
         return None
-    return _signer(pem, s.issuer, s.ttl)
+    return _signer(pem, issuer or s.issuer, ttl or s.ttl)
+
+
+def job_verifier_from_settings(s: IdentitySettings) -> IdentityVerifier | None:
+    """The agent's verifier of job assertions (``job_issuers``); ``None`` when none is set."""
+    bound = {
+        issuer: [load_public_key(p) for path in paths for p in _split_pems(_read(path, "a job issuer key"))]
+        for issuer, paths in s.job_issuers.items()
+    }
+    bound = {k: v for k, v in bound.items() if v}
+    if not bound:
+        return None
+    return IdentityVerifier(
+        issuer_keys=bound, issuers=(), audience=s.job_audience, leeway=s.leeway,
+        max_ttl=max(s.max_ttl, s.job_ttl),
+    )
 
 
 def verifier_from_settings(s: IdentitySettings, audience: str) -> IdentityVerifier | None:

@@ -75,6 +75,11 @@ class InvestigationJob(Message):
     review: bool = False
     reply_subject: str = ""
     chat_target: str = ""
+    identity: str = Field(default="", repr=False)
+    """A signed assertion of ``requester`` (``sleuth_common.identity``, audience ``sleuth-agent``)
+    from the component that authenticated them: authz-cache for a person's login, alerts for a
+    channel, the scheduler for an owner. The agent refuses a job without a valid one; the
+    ``requester`` field alone is never trusted."""
 
 
 class JobProgress(Message):
