@@ -26,6 +26,7 @@ import yaml
 
 from sleuth_common.config import ClusterSettings, IdentitySettings, McpServerSettings
 from sleuth_common.messages import (
+    CLUSTER_KINDS,
     AlertRef,
     ClusterScope,
     InvestigationJob,
@@ -146,8 +147,8 @@ class OfflineCluster:
         headers = {"Authorization": f"Bearer {self.sim.token(AUTHZ_USER)}"}
         async with httpx.AsyncClient(base_url=self.sim.url, verify=ctx, headers=headers, timeout=10) as http:
 
-            async def allowed(ns: str | None) -> bool:
-                attrs = {"verb": "get", "resource": "pods", **({"namespace": ns} if ns else {})}
+            async def allowed(ns: str | None, verb: str = "get", resource: str = "pods", group: str = "") -> bool:
+                attrs = {"verb": verb, "resource": resource, "group": group, **({"namespace": ns} if ns else {})}
                 body = {
                     "apiVersion": "authorization.k8s.io/v1",
                     "kind": "SubjectAccessReview",
@@ -160,15 +161,25 @@ class OfflineCluster:
             r = await http.get("/api/v1/namespaces")
             r.raise_for_status()
             names = sorted(str(i["metadata"]["name"]) for i in r.json().get("items") or [])
+            everything = ClusterScope(namespaces=tuple(names), cluster_wide=True, cluster_kinds=tuple(CLUSTER_KINDS),
+                                      secret_namespaces=tuple(names))
             if user is None:
-                return ScopeReply(user="offline", clusters={name: ClusterScope(namespaces=tuple(names), cluster_wide=True)})
+                return ScopeReply(user="offline", clusters={name: everything})
             if await allowed(None):
-                return ScopeReply(
-                    user=user, groups=groups, clusters={name: ClusterScope(namespaces=tuple(names), cluster_wide=True)}
-                )
+                return ScopeReply(user=user, groups=groups, clusters={name: everything})
             oks = await asyncio.gather(*(allowed(ns) for ns in names))
             mine = tuple(ns for ns, ok in zip(names, oks, strict=True) if ok)
-        return ScopeReply(user=user, groups=groups, clusters={name: ClusterScope(namespaces=mine)} if mine else {})
+            # What the filter needs besides namespaces (as authz-cache resolves it): cluster-scoped
+            # kinds the user may list, and where they may read Secrets.
+            kinds_ok = await asyncio.gather(*(allowed(None, "list", k, g) for k, g in CLUSTER_KINDS.items()))
+            secrets_ok = await asyncio.gather(*(allowed(ns, "get", "secrets") for ns in mine))
+            kinds = tuple(k for k, ok in zip(CLUSTER_KINDS, kinds_ok, strict=True) if ok)
+            secret_ns = tuple(ns for ns, ok in zip(mine, secrets_ok, strict=True) if ok)
+        if not mine:
+            return ScopeReply(user=user, groups=groups, clusters={})
+        return ScopeReply(user=user, groups=groups, clusters={
+            name: ClusterScope(namespaces=mine, cluster_kinds=kinds, secret_namespaces=secret_ns)})
+
 
     def job(self, user: str | None, question: str = "", alert: dict[str, Any] | None = None, deadline: float = 60.0) -> InvestigationJob:
         alerts = alerts_from_payload(alert) if alert else ()

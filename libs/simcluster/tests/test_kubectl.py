@@ -131,3 +131,27 @@ def test_get_deployment_yaml_and_whoami(kubectl: Kubectl) -> None:
     assert _table(table.out)["api"][1:4] == ["0/1", "1", "0"]
     who = kubectl("bob", "auth", "whoami")
     assert "bob" in who.out and "pay-devs" in who.out
+
+
+def test_impersonation_with_as_and_as_group(kubectl: Kubectl, sim: SimCluster) -> None:
+    """kube-mcp's way of reading: the reader's own credentials, authorized as the asker."""
+    sim.audit.clear()
+    own = kubectl("reader", "--as", "alice", "--as-group", "shop-devs", "get", "pods", "-n", "shop")
+    assert own.code == 0, own.err
+    assert "worker-0" in _table(own.out)
+    other = kubectl("reader", "--as", "alice", "--as-group", "shop-devs", "get", "pods", "-n", "pay")
+    assert other.code == 1
+    assert 'pods is forbidden: User "alice" cannot list resource "pods" in API group "" in the namespace "pay"' \
+        in other.err
+    who = kubectl("reader", "--as", "alice", "--as-group", "shop-devs", "auth", "whoami", "-o", "json")
+    info = yaml.safe_load(who.out)["status"]["userInfo"]
+    assert (info["username"], info["groups"]) == ("alice", ["shop-devs", "system:authenticated"])
+    can = kubectl("reader", "--as", "alice", "--as-group", "shop-devs", "auth", "can-i", "get", "pods", "-n", "pay")
+    assert can.out.strip() == "no"
+    refused = kubectl("alice", "--as", "bob", "--as-group", "pay-devs", "get", "pods", "-n", "pay")
+    assert refused.code == 1
+    assert ('users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" '
+            "at the cluster scope") in refused.err
+    reads = [r for r in sim.audit.records() if r.resource == "pods" and r.verb == "list"]
+    assert {(r.user, r.impersonated_user, r.namespace, r.code) for r in reads} == {
+        ("reader", "alice", "shop", 200), ("reader", "alice", "pay", 403)}

@@ -64,8 +64,9 @@ def test_minimal_snapshot_defaults(tmp_path: Path) -> None:
     assert cm["metadata"]["namespace"] == "default" and cm["metadata"]["uid"]
     assert snap.store.get(("", "namespaces"), "", "default") is not None
     assert any("Widget is not served" in s for s in snap.store.skipped)
-    # without users, one cluster admin with a random token
-    assert list(snap.users) == ["admin"] and snap.users["admin"].groups == ("system:masters",)
+    # without users, one cluster admin with a random token; Sleuth's own identities are always there
+    assert list(snap.users) == ["admin", "sleuth-reader", "sleuth-authz"]
+    assert snap.users["admin"].groups == ("system:masters",)
 
 
 def test_later_files_replace_earlier_objects(tmp_path: Path) -> None:

@@ -42,7 +42,9 @@ def test_kubeconfig_files(fixture_snapshot: Path, tmp_path: Path) -> None:
         assert doc["users"][0]["user"]["token"] == sim.token("alice") == "fx-alice-token"
         ctx = doc["contexts"][0]["context"]
         assert (ctx["cluster"], ctx["user"], ctx["namespace"]) == ("fixture", "alice", "default")
-        assert set(sim.kubeconfigs()) == {"alice", "bob", "carol", "dave", "root", "authz", "reader"}
+        # the snapshot's users, plus Sleuth's own identities it does not define (DESIGN §4)
+        assert set(sim.kubeconfigs()) == {"alice", "bob", "carol", "dave", "root", "authz", "reader",
+                                          "sleuth-reader", "sleuth-authz"}
         assert path.stat().st_mode & 0o077 == 0
         with pytest.raises(KeyError):
             sim.token("mallory")

@@ -32,6 +32,7 @@ from sleuth_common.messages import (
     ScopeReply,
     ScopeRequest,
 )
+from sleuth_common.messages.authz import CLUSTER_KINDS
 from sleuth_common.subjects import Subjects
 
 pytestmark = pytest.mark.connected
@@ -127,6 +128,22 @@ async def test_scopes_of_the_demo_users(service, client, tenant_scopes):
 
     again = await ask_scope(client, "alice", ("system:authenticated", "team-a"))
     assert again.cached and again.clusters == alice.clusters
+
+
+async def test_cluster_kinds_and_secrets_of_the_demo_users(service, client, tenant_scopes, snapshot):
+    alice = (await ask_scope(client, "alice", ("team-a", "system:authenticated"))).clusters["demo"]
+    bob = (await ask_scope(client, "bob", ("team-b", "system:authenticated"))).clusters["demo"]
+    carol = (await ask_scope(client, "carol", ("platform-admins", "system:authenticated"))).clusters["demo"]
+
+    # `view` in their own namespace: no cluster-scoped kind, no Secrets
+    assert (alice.cluster_kinds, alice.secret_namespaces) == ((), ())
+    if snapshot == FIXTURE:  # the fixture also lets team-b list StorageClasses and get its Secrets
+        assert (bob.cluster_kinds, bob.secret_namespaces) == (("storageclasses",), ("team-b",))
+    else:
+        assert (bob.cluster_kinds, bob.secret_namespaces) == ((), ())
+    # cluster-admin: every kind and every namespace's Secrets
+    assert carol.cluster_kinds == tuple(CLUSTER_KINDS)
+    assert carol.secret_namespaces == carol.namespaces and "team-b" in carol.secret_namespaces
 
 
 async def test_authenticate_with_tokenreview(service, client):

@@ -24,6 +24,7 @@ from sleuth_common.messages import (
     ScopeReply,
     ScopeRequest,
 )
+from sleuth_common.messages.authz import CLUSTER_KINDS
 from sleuth_common.subjects import Subjects
 
 
@@ -189,6 +190,71 @@ async def test_namespace_reviews_respect_review_concurrency(settings_factory, fa
     assert reply.clusters["demo"].namespaces == ("ns-21", "ns-7")
     assert fake_backend.calls[("demo", "review_namespace")] == 30
     assert fake_backend.max_active_namespace_reviews == 3
+
+
+# -- per-kind answers: cluster-scoped kinds and Secrets -----------------------------------------
+
+ALL_KINDS = tuple(CLUSTER_KINDS)
+
+
+async def test_cluster_kinds_and_secret_namespaces_per_user(settings_factory, fake_backend, dead_redis_url):
+    async with running(settings_factory(dead_redis_url, clusters=("demo",)), fake_backend) as bus:
+        alice = (await bus.scope("alice", ("team-a",))).clusters["demo"]
+        bob = (await bus.scope("bob", ("team-b",))).clusters["demo"]
+        carol = (await bus.scope("carol", ("platform-admins",))).clusters["demo"]
+        nobody = (await bus.scope("mallory", ("outsiders",))).clusters["demo"]
+
+    assert (alice.cluster_kinds, alice.secret_namespaces) == (("storageclasses",), ("team-a",))
+    assert (bob.cluster_kinds, bob.secret_namespaces) == (("storageclasses",), ())
+    assert carol.cluster_wide and carol.cluster_kinds == ALL_KINDS and carol.secret_namespaces == carol.namespaces
+    assert (nobody.cluster_kinds, nobody.secret_namespaces) == ((), ())
+    calls = fake_backend.calls
+    # carol: one `list */*` and one cluster-scope `get secrets` instead of a review per kind and namespace
+    assert calls[("demo", "list */*")] == 1 and calls[("demo", "get /secrets")] == 1
+    assert calls[("demo", "list /nodes")] == 3  # alice, bob, mallory: one review per kind each
+    assert calls[("demo", "get /secrets ns")] == 2  # alice's and bob's one namespace each; none for mallory
+
+
+async def test_cluster_wide_without_wildcards_is_reviewed_per_kind_and_namespace(
+    settings_factory, fake_backend, dead_redis_url
+):
+    demo = fake_backend.clusters["demo"]
+    demo.cluster_readers = {"sre"}
+    demo.kind_readers = {"nodes": {"sre"}, "storageclasses": {"sre"}, "persistentvolumes": {"sre"}}
+    demo.secret_readers = {"monitoring": {"sre"}}
+    async with running(settings_factory(dead_redis_url, clusters=("demo",)), fake_backend) as bus:
+        sre = (await bus.scope("dana", ("sre",))).clusters["demo"]
+
+    assert sre.cluster_wide and sre.namespaces == tuple(sorted(demo.namespaces))
+    assert sre.cluster_kinds == ("nodes", "persistentvolumes", "storageclasses")  # CLUSTER_KINDS order
+    assert sre.secret_namespaces == ("monitoring",)
+    assert fake_backend.calls[("demo", "list */*")] == 1
+    assert fake_backend.calls[("demo", "get /secrets")] == 1
+    assert fake_backend.calls[("demo", "get /secrets ns")] == len(demo.namespaces)
+
+
+async def test_a_failed_kind_review_fails_the_cluster_and_is_not_cached(settings_factory, fake_backend, dead_redis_url):
+    fake_backend.clusters["prod-1"].fail_review = "list storage.k8s.io/csidrivers"
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        broken = await bus.scope("alice", ("team-a",))
+        fake_backend.clusters["prod-1"].fail_review = None
+        healed = await bus.scope("alice", ("team-a",))
+
+    assert set(broken.clusters) == {"demo"} and "csidrivers" in broken.errors["prod-1"]
+    assert broken.clusters["demo"].cluster_kinds == ("storageclasses",)
+    assert not healed.cached and healed.clusters["prod-1"].secret_namespaces == ("team-a",)
+
+
+async def test_all_reviews_of_a_resolution_share_review_concurrency(settings_factory, fake_backend, dead_redis_url):
+    fake_backend.clusters["demo"].namespaces = [f"ns-{i}" for i in range(20)]
+    fake_backend.clusters["demo"].readers = {f"ns-{i}": {"team-x"} for i in range(20)}
+    fake_backend.clusters["demo"].secret_readers = {"ns-3": {"team-x"}}
+    settings = settings_factory(dead_redis_url, clusters=("demo",), review_concurrency=4)
+    async with running(settings, fake_backend) as bus:
+        reply = await bus.scope("eve", ("team-x",))
+
+    assert len(reply.clusters["demo"].namespaces) == 20 and reply.clusters["demo"].secret_namespaces == ("ns-3",)
+    assert fake_backend.max_active_reviews == 4
 
 
 # -- authenticate ------------------------------------------------------------------------------

@@ -22,6 +22,10 @@ class Subjects:
         return f"{self.prefix}.authz.resolve"
 
     @property
+    def authz_inventory(self) -> str:
+        return f"{self.prefix}.authz.inventory"
+
+    @property
     def authz_authenticate(self) -> str:
         return f"{self.prefix}.authz.authenticate"
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from ._identities import add_sleuth_identities
 from ._store import Store
 from ._timefmt import parse_time
 
@@ -40,9 +41,14 @@ class SnapshotError(ValueError):
 
 @dataclass(frozen=True)
 class User:
+    """An identity: a snapshot user (with its bearer token), or the one a request impersonates
+    (no token; ``uid`` and ``extra`` only ever come from ``Impersonate-Uid`` / ``Impersonate-Extra-*``)."""
+
     name: str
     groups: tuple[str, ...]
     token: str
+    uid: str = ""
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass
@@ -173,14 +179,15 @@ def load_snapshot(directory: Path | str) -> Snapshot:
         _load_dump_logs(logs, root)
         if (root / "logs").is_dir():
             _load_logs(logs, root / "logs")
-    store.seal()
-    for skipped in store.skipped:
-        log.info("snapshot object skipped: %s", skipped)
     cluster = meta.get("cluster") or {}
     name = str(meta.get("name") or root.name)
     users = _users(meta.get("users"))
     if not users:
         users = _users({"admin": {"groups": ["system:masters"]}})
+    users.update(_users(add_sleuth_identities(store, users)))
+    store.seal()
+    for skipped in store.skipped:
+        log.info("snapshot object skipped: %s", skipped)
     now = parse_time(meta.get("now")) or datetime.now(UTC)
     return Snapshot(
         name=name, cluster_name=str(cluster.get("name") or name),

@@ -8,7 +8,7 @@ from typing import Any
 
 from ._loader import Snapshot, User
 from ._protobuf import MAGIC, PROTOBUF, ProtobufError, decode_review
-from ._rbac import AUTHENTICATED, Attributes, Authorizer
+from ._rbac import AUTHENTICATED, UNAUTHENTICATED, Attributes, Authorizer
 from ._status import ApiError, bad_request, invalid
 
 Obj = dict[str, Any]
@@ -34,8 +34,21 @@ def parse_body(body: bytes, content_type: str) -> Obj:
 
 
 def identity_groups(user: User) -> tuple[str, ...]:
+    """The groups a request of ``user`` is authorized with: a snapshot user is always in
+    ``system:authenticated``; an impersonated identity already carries its final groups."""
     groups = tuple(dict.fromkeys(user.groups))
-    return groups if AUTHENTICATED in groups else (*groups, AUTHENTICATED)
+    return groups if AUTHENTICATED in groups or UNAUTHENTICATED in groups else (*groups, AUTHENTICATED)
+
+
+def user_info(user: User) -> Obj:
+    """``authentication.k8s.io/v1`` ``UserInfo`` (empty uid and extra left out, as upstream)."""
+    info: Obj = {"username": user.name}
+    if user.uid:
+        info["uid"] = user.uid
+    info["groups"] = list(identity_groups(user))
+    if user.extra:
+        info["extra"] = {k: list(v) for k, v in user.extra}
+    return info
 
 
 def _attributes(kind: str, spec: Obj, user: str, groups: tuple[str, ...], namespace: str | None) -> Attributes:
@@ -102,6 +115,5 @@ def review(plural: str, req: Obj, caller: User, snapshot: Snapshot, authz: Autho
         spec.pop("token", None)  # never echo a credential back
         return _answer(req, "TokenReview", AUTHN, spec, status)
     if plural == "selfsubjectreviews":
-        return _answer(req, "SelfSubjectReview", AUTHN, spec, {
-            "userInfo": {"username": caller.name, "groups": list(identity_groups(caller))}})
+        return _answer(req, "SelfSubjectReview", AUTHN, spec, {"userInfo": user_info(caller)})
     raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})

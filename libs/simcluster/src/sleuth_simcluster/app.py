@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
@@ -13,7 +13,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from . import _discovery as disc
+from ._audit import AuditLog, AuditRecord
 from ._convert import present
+from ._impersonation import GROUP_HEADER, USER_HEADER, InternalError, has_impersonation, impersonate
 from ._loader import Snapshot, User
 from ._logs import pod_log
 from ._rbac import Attributes, Authorizer
@@ -73,16 +75,33 @@ def _resolve(group: str, version: str, parts: list[str]) -> RequestInfo | None:
     return RequestInfo(res, namespace, name, sub)
 
 
-class ApiServer:
-    """Request handling for one loaded snapshot."""
+@dataclass
+class _Seen:
+    """What one request turned out to be, as far as it got (for its audit record)."""
 
-    def __init__(self, snapshot: Snapshot, server_address: str = "127.0.0.1:6443") -> None:
+    user: User | None = None
+    acting_as: str = ""
+    acting_groups: tuple[str, ...] = field(default_factory=tuple)
+    attrs: Attributes | None = None
+
+
+def _request_uri(request: Request) -> str:
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    query = request.scope.get("query_string") or b""
+    return (raw + (b"?" + query if query else b"")).decode("latin-1")
+
+
+class ApiServer:
+    """Request handling for one loaded snapshot; ``audit`` holds the last requests (see ``_audit``)."""
+
+    def __init__(self, snapshot: Snapshot, server_address: str = "127.0.0.1:6443", audit_size: int = 10_000) -> None:
         self.snapshot = snapshot
         self.server_address = server_address
         rbac = [o for key in (("rbac.authorization.k8s.io", p) for p in
                               ("roles", "clusterroles", "rolebindings", "clusterrolebindings"))
                 for o in snapshot.store.list(key)]
         self.authorizer = Authorizer.from_objects(rbac)
+        self.audit = AuditLog(audit_size)
 
     # -- identity ---------------------------------------------------------------------------
     def _authenticate(self, request: Request) -> User | None:
@@ -99,17 +118,49 @@ class ApiServer:
     # -- entry point ------------------------------------------------------------------------
     async def handle(self, request: Request) -> Response:
         path = request.url.path.rstrip("/") or "/"
+        seen = _Seen()
         try:
             user = self._authenticate(request)
             if user is None:
-                if path in _PUBLIC and "authorization" not in request.headers:
+                if path in _PUBLIC and "authorization" not in request.headers \
+                        and not has_impersonation(request.headers):
                     return self._non_resource(request, path)
                 raise unauthorized()
-            return await self._dispatch(request, path, user)
+            seen.user = user
+            seen.acting_as = request.headers.get(USER_HEADER, "")
+            seen.acting_groups = tuple(request.headers.getlist(GROUP_HEADER))
+            acting = impersonate(request.headers, _request_uri(request), user, identity_groups(user),
+                                 self.authorizer)
+            if acting is not None:
+                seen.acting_as, seen.acting_groups = acting.name, acting.groups
+            response = await self._dispatch(request, path, acting or user, seen)
+        except InternalError as err:
+            response = Response(err.message + "\n", err.code, media_type="text/plain; charset=utf-8",
+                                headers={"X-Content-Type-Options": "nosniff"})
         except ApiError as err:
-            return _json(err.status(), err.code)
+            response = _json(err.status(), err.code)
+        self._record(request, path, seen, response.status_code)
+        return response
 
-    async def _dispatch(self, request: Request, path: str, user: User) -> Response:
+    def _record(self, request: Request, path: str, seen: _Seen, code: int) -> None:
+        a = seen.attrs
+        record = AuditRecord(
+            user=seen.user.name if seen.user else "",
+            groups=identity_groups(seen.user) if seen.user else (),
+            impersonated_user=seen.acting_as, impersonated_groups=seen.acting_groups,
+            method=request.method, path=path, verb=a.verb if a else "", resource=a.resource if a else "",
+            subresource=a.subresource if a else "", namespace=a.namespace if a else "",
+            name=a.name if a else "", api_group=a.api_group if a else "", code=code,
+        )
+        self.audit.add(record)
+        if record.impersonated_user:
+            what = f"{record.verb} {record.resource}" if record.resource else f"{record.verb or request.method} {path}"
+            where = f" -n {record.namespace}" if record.namespace else ""
+            named = f" {record.name}" if record.name else ""
+            log.info("%s as %s %s: %s%s%s -> %d", record.user, record.impersonated_user,
+                     list(record.impersonated_groups), what, named, where, code)
+
+    async def _dispatch(self, request: Request, path: str, user: User, seen: _Seen) -> Response:
         parts = [p for p in path.split("/") if p]
         groups = identity_groups(user)
         if parts[:2] == ["api", "v1"] and len(parts) > 2:
@@ -119,7 +170,8 @@ class ApiServer:
         else:
             if request.method != "GET":
                 raise method_not_allowed()
-            self._check(Attributes(user.name, groups, "get", path=path))
+            seen.attrs = Attributes(user.name, groups, "get", path=path)
+            self._check(seen.attrs)
             return self._non_resource(request, path)
         info = _resolve(group, version, rest)
         if info is None:
@@ -134,6 +186,7 @@ class ApiServer:
                 verb = "deletecollection"
         namespace = info.name if res.plural == "namespaces" and info.name else info.namespace
         attrs = Attributes(user.name, groups, verb, namespace, res.group, res.plural, info.subresource, info.name)
+        seen.attrs = attrs
         self._check(attrs)
         if res.kind in REVIEW_KINDS:
             if request.method != "POST" or info.name:

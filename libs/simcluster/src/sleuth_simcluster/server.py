@@ -12,6 +12,7 @@ from types import TracebackType
 import uvicorn
 import yaml
 
+from ._audit import AuditLog
 from ._loader import Snapshot, load_snapshot
 from ._tls import make_certificates
 from .app import create_app
@@ -41,6 +42,7 @@ class SimCluster:
         self._thread: threading.Thread | None = None
         self._sock: socket.socket | None = None
         self._ca_file: Path | None = None
+        self._audit: AuditLog | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self, timeout: float = 15.0) -> SimCluster:
@@ -64,6 +66,7 @@ class SimCluster:
         self._sock = sock
         self.port = sock.getsockname()[1]
         app = create_app(self._snapshot, f"{self.host}:{self.port}")
+        self._audit = app.state.api.audit
         config = uvicorn.Config(
             app, ssl_certfile=str(tls.cert_file), ssl_keyfile=str(tls.key_file), log_config=None,
             log_level="warning", access_log=False, lifespan="off", ws="none", timeout_graceful_shutdown=2,
@@ -108,6 +111,13 @@ class SimCluster:
         if self._snapshot is None:
             raise SimClusterError("simcluster is not started")
         return self._snapshot
+
+    @property
+    def audit(self) -> AuditLog:
+        """What was asked of this server, by whom and as whom (kept across ``stop``)."""
+        if self._audit is None:
+            raise SimClusterError("simcluster is not started")
+        return self._audit
 
     @property
     def url(self) -> str:

@@ -13,6 +13,7 @@ from sleuth_authz_cache.app import build
 from sleuth_authz_cache.health import make_server
 from sleuth_authz_cache.settings import Settings
 from sleuth_common.config import load_settings
+from sleuth_common.identity import IdentityError
 from sleuth_common.logs import configure_logging
 
 log = logging.getLogger("sleuth_authz_cache")
@@ -24,6 +25,9 @@ def _configure_logging(settings: Settings) -> None:
 
 async def serve(settings: Settings) -> None:
     parts = build(settings)
+    if parts.service.signs_identities is False:
+        log.warning("authz-cache has no identity signing key (identity.signing_key_file): the agent "
+                    "will refuse every job from a person's login")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -68,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(serve(settings))
     except KeyboardInterrupt:
         pass
+    except IdentityError as e:
+        print(f"sleuth-authz-cache: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

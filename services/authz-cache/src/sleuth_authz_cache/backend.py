@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Protocol
 
-__all__ = ["AuthzBackend", "BackendError", "TokenIdentity"]
+__all__ = ["Access", "AuthzBackend", "BackendError", "TokenIdentity"]
 
 
 class BackendError(Exception):
@@ -27,11 +27,25 @@ class TokenIdentity(NamedTuple):
     groups: tuple[str, ...] = ()
 
 
+class Access(NamedTuple):
+    """What a SubjectAccessReview asks: ``verb`` on ``resource`` of API ``group`` in ``namespace``
+    (None = cluster scope). ``resource``/``group`` may be ``*``."""
+
+    verb: str
+    resource: str
+    group: str = ""
+    namespace: str | None = None
+
+
 class AuthzBackend(Protocol):
     """Answers authorization questions about one configured cluster at a time (by name)."""
 
     async def review(self, cluster: str, user: str, groups: tuple[str, ...], namespace: str | None) -> bool:
         """May ``user`` (in ``groups``) ``get pods`` in ``namespace`` (None = cluster scope)?"""
+        ...
+
+    async def access(self, cluster: str, user: str, groups: tuple[str, ...], access: Access) -> bool:
+        """May ``user`` (in ``groups``) do ``access``? (``review`` is ``get pods``.)"""
         ...
 
     async def namespaces(self, cluster: str) -> list[str]:
@@ -43,7 +57,8 @@ class AuthzBackend(Protocol):
         ...
 
     async def list_objects(self, cluster: str, resource: str) -> list[dict[str, Any]]:
-        """Every ``pods`` / ``services`` / ``endpoints`` object of the cluster (for IP resolution)."""
+        """Every ``pods`` / ``services`` / ``endpoints`` object of the cluster (for IP resolution and
+        the name inventory). A backend that cannot list answers ``BackendError`` (fail closed)."""
         ...
 
     async def aclose(self) -> None:

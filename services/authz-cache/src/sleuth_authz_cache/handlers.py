@@ -1,5 +1,5 @@
-"""Bus edges: ``sleuth.authz.scope`` / ``.authenticate`` / ``.resolve`` (queue group ``authz``)
-and ``.invalidate``."""
+"""Bus edges: ``sleuth.authz.scope`` / ``.authenticate`` / ``.resolve`` / ``.inventory`` (queue
+group ``authz``) and ``.invalidate``."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from sleuth_common.messages import (
     ScopeReply,
     ScopeRequest,
 )
+from sleuth_common.messages.authz import InventoryReply, InventoryRequest
 from sleuth_common.subjects import Subjects
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,10 @@ def build_router(service: AuthzService, subjects: Subjects, *, max_workers: int 
     @router.subscriber(subjects.authz_resolve, queue=subjects.authz_queue, max_workers=workers)
     async def resolve(req: ResolveRequest) -> ResolveReply:
         return await service.resolve(req)
+
+    @router.subscriber(subjects.authz_inventory, queue=subjects.authz_queue, max_workers=workers)
+    async def inventory(req: InventoryRequest) -> InventoryReply:
+        return await service.inventory(req)
 
     # Not a queue group: every replica drops its own in-flight state and the shared cache.
     @router.subscriber(subjects.authz_invalidate)

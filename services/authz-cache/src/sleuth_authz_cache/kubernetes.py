@@ -4,7 +4,7 @@ One ``httpx.AsyncClient`` per cluster, made on first use, trusting the cluster's
 authenticating with the cluster's authz token (``authz_token_env`` / ``authz_token_file``, read at
 every call so a rotated service-account token is picked up). That identity needs ``create`` on
 ``subjectaccessreviews`` and ``tokenreviews`` and ``list`` on ``namespaces`` — and ``list`` on
-``pods``, ``services`` and ``endpoints`` to answer ``sleuth.authz.resolve``.
+``pods``, ``services`` and ``endpoints`` to answer ``sleuth.authz.resolve`` and ``sleuth.authz.inventory``.
 
 TODO(mcp-authz): a second backend speaking the HTTP API of snapp-incubator/mcp-authz (DESIGN §1),
 for sites that run it, comes in its own issue; it implements :class:`~sleuth_authz_cache.backend.AuthzBackend`.
@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from sleuth_authz_cache.backend import BackendError, TokenIdentity
+from sleuth_authz_cache.backend import Access, BackendError, TokenIdentity
 from sleuth_common.config import ClusterSettings
 
 log = logging.getLogger(__name__)
@@ -43,9 +43,14 @@ class KubernetesBackend:
     # -- AuthzBackend -------------------------------------------------------------------------
 
     async def review(self, cluster: str, user: str, groups: tuple[str, ...], namespace: str | None) -> bool:
-        attrs: dict[str, str] = {"verb": "get", "resource": "pods"}
-        if namespace is not None:
-            attrs["namespace"] = namespace
+        return await self.access(cluster, user, groups, Access("get", "pods", "", namespace))
+
+    async def access(self, cluster: str, user: str, groups: tuple[str, ...], access: Access) -> bool:
+        attrs: dict[str, str] = {"verb": access.verb, "resource": access.resource}
+        if access.group:
+            attrs["group"] = access.group
+        if access.namespace is not None:
+            attrs["namespace"] = access.namespace
         body = {
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SubjectAccessReview",

@@ -44,6 +44,12 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.inventory_requests = Counter(
+            "sleuth_authz_inventory_requests",
+            "Name inventory requests by outcome: hit (cached index), miss (index built), error",
+            ["outcome"],
+            registry=r,
+        )
         self.resolve_seconds = Histogram(
             "sleuth_authz_resolve_seconds",
             "Seconds to resolve one scope from the backends (cache misses only)",

@@ -1,15 +1,18 @@
-"""``sleuth.authz.resolve``: which namespace owns an IP (or holds an object name) on a cluster.
+"""``sleuth.authz.resolve``: which namespace owns an IP (or holds an object name) on a cluster;
+and ``sleuth.authz.inventory``: every namespace's object names (see :mod:`.inventory`).
 
 The index is built from the cluster with authz-cache's own read identity: pods'
 ``status.podIP(s)`` (not host-network pods: their IP is the node's), services'
 ``spec.clusterIP(s)``, endpoints' addresses. An IP claimed by two namespaces is left out
-(unresolvable, so the filter fails closed on it). One index per cluster is kept for
-``authz.resolve_cache_ttl`` seconds in memory, and concurrent misses share one build.
+(unresolvable, so the filter fails closed on it). The same lists give the name inventory. One index
+per cluster is kept for ``authz.resolve_cache_ttl`` seconds in memory, and concurrent misses share
+one build; a failed build is never kept.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -17,7 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sleuth_authz_cache.backend import BackendError
+from sleuth_authz_cache.inventory import add_names, capped_reply, pod_names
 from sleuth_common.messages import ResolveReply, ResolveRequest
+from sleuth_common.messages.authz import InventoryReply, InventoryRequest
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +36,10 @@ class ListsObjects(Protocol):
 @dataclass
 class IpIndex:
     ips: dict[str, str] = field(default_factory=dict)
-    names: dict[str, set[str]] = field(default_factory=dict)
+    names: dict[str, set[str]] = field(default_factory=dict)  # pod/service name -> namespaces
+    inventory: dict[str, set[str]] = field(default_factory=dict)  # namespace -> object names
     built: float = 0.0
+    inventory_reply: InventoryReply | None = None  # the capped reply, made once per index
 
 
 def _add(index: IpIndex, conflicts: set[str], ip: Any, ns: str) -> None:
@@ -60,6 +67,7 @@ def build_index(pods: Iterable[dict[str, Any]], services: Iterable[dict[str, Any
         if not ns:
             continue
         index.names.setdefault(name, set()).add(ns)
+        add_names(index.inventory, ns, pod_names(pod))
         if (pod.get("spec") or {}).get("hostNetwork"):
             continue
         status = pod.get("status") or {}
@@ -72,6 +80,7 @@ def build_index(pods: Iterable[dict[str, Any]], services: Iterable[dict[str, Any
         if not ns:
             continue
         index.names.setdefault(name, set()).add(ns)
+        add_names(index.inventory, ns, (name,))
         spec = svc.get("spec") or {}
         _add(index, conflicts, spec.get("clusterIP"), ns)
         for ip in spec.get("clusterIPs") or []:
@@ -92,9 +101,10 @@ def build_index(pods: Iterable[dict[str, Any]], services: Iterable[dict[str, Any
 
 
 class Resolver:
-    def __init__(self, backend: Any, *, ttl: float) -> None:
+    def __init__(self, backend: Any, *, ttl: float, inventory_max_bytes: int = 900_000) -> None:
         self._backend = backend
         self._ttl = ttl
+        self._inventory_max_bytes = inventory_max_bytes
         self._indexes: dict[str, IpIndex] = {}
         self._building: dict[str, asyncio.Task[IpIndex]] = {}
 
@@ -106,9 +116,13 @@ class Resolver:
         if task is None:
             task = asyncio.create_task(self._build(cluster), name=f"authz-ip-index-{cluster}")
             self._building[cluster] = task
-            task.add_done_callback(lambda t, c=cluster: self._building.pop(c, None))
+            task.add_done_callback(functools.partial(self._built, cluster))
         index = await asyncio.shield(task)
         return index, False
+
+    def _built(self, cluster: str, task: asyncio.Task[IpIndex]) -> None:
+        if self._building.get(cluster) is task:
+            del self._building[cluster]
 
     async def _build(self, cluster: str) -> IpIndex:
         lister = getattr(self._backend, "list_objects", None)
@@ -133,6 +147,21 @@ class Resolver:
         ips = {ip: index.ips[ip] for ip in req.ips if ip in index.ips}
         names = {n: tuple(sorted(index.names[n])) for n in req.names if n in index.names}
         return ResolveReply(cluster=req.cluster, ips=ips, names=names, cached=cached)
+
+    async def inventory(self, req: InventoryRequest, clusters: Sequence[str]) -> InventoryReply:
+        if req.cluster not in clusters:
+            return InventoryReply(cluster=req.cluster, error="cluster not configured")
+        try:
+            index, cached = await self._index(req.cluster)
+        except BackendError as e:
+            log.warning("name inventory for %s failed: %s", req.cluster, e, extra={"cluster": req.cluster})
+            return InventoryReply(cluster=req.cluster, error=str(e))
+        if index.inventory_reply is None:
+            index.inventory_reply = capped_reply(req.cluster, index.inventory, self._inventory_max_bytes)
+            if index.inventory_reply.truncated:
+                log.warning("name inventory for %s capped at %d bytes: least distinctive names left out",
+                            req.cluster, self._inventory_max_bytes, extra={"cluster": req.cluster})
+        return index.inventory_reply.model_copy(update={"cached": cached})
 
     async def aclose(self) -> None:
         for task in list(self._building.values()):

@@ -1,19 +1,30 @@
-"""Resolving a scope from the backends: per cluster, one cluster-scope review, else one per namespace.
+"""Resolving a scope from the backends, per cluster (SubjectAccessReviews only):
 
-No caching here (see :mod:`sleuth_authz_cache.service`). Each cluster is resolved independently and
-concurrently; a cluster whose backend fails is left out of ``clusters`` and named in ``errors``
-(fail closed for that cluster). Nothing is raised to the caller.
+1. ``get pods`` at cluster scope → ``cluster_wide`` (then ``namespaces`` = every namespace, a
+   courtesy list); else ``get pods`` in each namespace → ``namespaces``.
+2. ``cluster_kinds`` (concurrently with 1's namespace reviews): for a cluster-wide user one
+   ``list`` on ``*``/``*`` at cluster scope grants every kind of ``CLUSTER_KINDS``; otherwise (and for
+   everyone else) one ``list`` review per kind, at cluster scope.
+3. ``secret_namespaces``: for a cluster-wide user one ``get secrets`` at cluster scope grants all of
+   ``namespaces``; otherwise one ``get secrets`` review per namespace of ``namespaces``.
+
+All reviews of one resolution share one bound, ``review_concurrency``. No caching here (see
+:mod:`sleuth_authz_cache.service`). Each cluster is resolved independently and concurrently; a
+cluster whose backend fails — any one review — is left out of ``clusters`` and named in ``errors``
+(fail closed for that cluster: a partial answer would look complete). Nothing is raised to the caller.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TypeVar
 
-from sleuth_authz_cache.backend import AuthzBackend, BackendError
+from sleuth_authz_cache.backend import Access, AuthzBackend, BackendError
 from sleuth_authz_cache.metrics import Metrics
 from sleuth_common.messages import ClusterScope, ScopeReply
+from sleuth_common.messages.authz import CLUSTER_KINDS
 
 log = logging.getLogger(__name__)
 
@@ -53,42 +64,81 @@ class ScopeResolver:
             return "internal error"
 
     async def _cluster(self, cluster: str, user: str, groups: tuple[str, ...]) -> ClusterScope:
-        if await self._review(cluster, user, groups, None):
+        sem = asyncio.Semaphore(self._concurrency)
+
+        async def allowed(access: Access) -> bool:
+            async with sem:
+                return await self._review(cluster, user, groups, access)
+
+        cluster_wide = await allowed(_PODS)
+        namespaces, kinds = await _all([self._namespaces(cluster, cluster_wide, allowed),
+                                        self._kinds(cluster_wide, allowed)])
+        secrets = await self._secrets(tuple(namespaces), cluster_wide, allowed)
+        return ClusterScope(namespaces=tuple(namespaces), cluster_wide=cluster_wide,
+                            cluster_kinds=tuple(kinds), secret_namespaces=secrets)
+
+    async def _namespaces(self, cluster: str, cluster_wide: bool, allowed: _Allowed) -> list[str]:
+        if cluster_wide:
             try:
                 names = await self._backend.namespaces(cluster)
             except BackendError as e:
                 # cluster_wide already covers every namespace; the list is a courtesy.
                 log.info("cluster %s: cannot list namespaces for a cluster-wide scope: %s", cluster, e)
                 names = []
-            return ClusterScope(namespaces=tuple(sorted(set(names))), cluster_wide=True)
+            return sorted(set(names))
+        names = sorted(set(await self._backend.namespaces(cluster)))
+        return _kept(names, await _all([allowed(Access("get", "pods", "", ns)) for ns in names]))
 
-        names = await self._backend.namespaces(cluster)
-        sem = asyncio.Semaphore(self._concurrency)
+    @staticmethod
+    async def _kinds(cluster_wide: bool, allowed: _Allowed) -> list[str]:
+        if cluster_wide and await allowed(Access("list", "*", "*")):
+            return list(CLUSTER_KINDS)
+        kinds = list(CLUSTER_KINDS.items())
+        oks = await _all([allowed(Access("list", plural, group)) for plural, group in kinds])
+        return _kept([plural for plural, _ in kinds], oks)
 
-        async def one(ns: str) -> bool:
-            async with sem:
-                return await self._review(cluster, user, groups, ns)
+    @staticmethod
+    async def _secrets(namespaces: tuple[str, ...], cluster_wide: bool, allowed: _Allowed) -> tuple[str, ...]:
+        if not namespaces:
+            return ()
+        if cluster_wide and await allowed(Access("get", "secrets")):
+            return namespaces
+        return tuple(_kept(namespaces, await _all([allowed(Access("get", "secrets", "", ns)) for ns in namespaces])))
 
-        # One failed review fails the cluster (the task group cancels the rest): a partial list
-        # would look complete to the user.
+    async def _review(self, cluster: str, user: str, groups: tuple[str, ...], access: Access) -> bool:
         try:
-            async with asyncio.TaskGroup() as tg:
-                tasks = [(ns, tg.create_task(one(ns))) for ns in names]
-        except BaseExceptionGroup as eg:
-            first = _first_backend_error(eg)
-            if first is None:
-                raise
-            raise first from None
-        return ClusterScope(namespaces=tuple(sorted({ns for ns, t in tasks if t.result()})))
-
-    async def _review(self, cluster: str, user: str, groups: tuple[str, ...], namespace: str | None) -> bool:
-        try:
-            ok = await self._backend.review(cluster, user, groups, namespace)
+            ok = await self._backend.access(cluster, user, groups, access)
         except BackendError:
             self._metrics.reviews.labels(cluster, "error").inc()
             raise
         self._metrics.reviews.labels(cluster, "allowed" if ok else "denied").inc()
         return ok
+
+
+_PODS = Access("get", "pods")
+_Allowed = Callable[[Access], Awaitable[bool]]
+T = TypeVar("T")
+
+
+def _kept(items: Iterable[str], oks: Iterable[bool]) -> list[str]:
+    return [item for item, ok in zip(items, oks, strict=True) if ok]
+
+
+async def _all(aws: Sequence[Awaitable[T]]) -> list[T]:
+    """Await all concurrently; the first failure cancels the rest and is raised as itself
+    (a :class:`BackendError` rather than an exception group)."""
+    async def run(aw: Awaitable[T]) -> T:
+        return await aw
+
+    try:
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(run(aw)) for aw in aws]
+    except BaseExceptionGroup as eg:
+        first = _first_backend_error(eg)
+        if first is None:
+            raise
+        raise first from None
+    return [t.result() for t in tasks]
 
 
 def _first_backend_error(eg: BaseExceptionGroup) -> BackendError | None:

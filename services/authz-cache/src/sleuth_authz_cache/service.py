@@ -1,4 +1,5 @@
-"""The domain of authz-cache: cached scope lookups, authentication, invalidation.
+"""The domain of authz-cache: cached scope lookups, authentication, invalidation, IP resolution
+and the name inventory.
 
 Concurrent misses for the same (user, groups) inside one process share one backend resolution
 (an in-process map of in-flight tasks). Replicas do not coordinate: with N replicas a burst of
@@ -25,7 +26,9 @@ from sleuth_authz_cache.cache import ScopeCache, normalize_groups
 from sleuth_authz_cache.metrics import Metrics
 from sleuth_authz_cache.resolve import Resolver
 from sleuth_authz_cache.scope import ScopeResolver
+from sleuth_common.identity import IdentityError, IdentitySigner
 from sleuth_common.messages import AuthenticateReply, ResolveReply, ResolveRequest, ScopeReply
+from sleuth_common.messages.authz import InventoryReply, InventoryRequest
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +55,14 @@ class AuthzService:
         *,
         review_concurrency: int,
         resolve_ttl: float = 10.0,
+        inventory_max_bytes: int = 900_000,
+        signer: IdentitySigner | None = None,
+        job_audience: str = "sleuth-agent",
     ) -> None:
+        self._signer = signer
+        self._job_audience = job_audience
         self._clusters = list(clusters)
-        self._ips = Resolver(backend, ttl=resolve_ttl)
+        self._ips = Resolver(backend, ttl=resolve_ttl, inventory_max_bytes=inventory_max_bytes)
         self._backend = backend
         self._cache = cache
         self._metrics = metrics
@@ -120,14 +128,35 @@ class AuthzService:
         self._metrics.resolve_requests.labels("error" if reply.error else ("hit" if reply.cached else "miss")).inc()
         return reply
 
+    async def inventory(self, req: InventoryRequest) -> InventoryReply:
+        """Object names per namespace of one cluster, from the same cached lists as ``resolve``."""
+        reply = await self._ips.inventory(req, self._clusters)
+        self._metrics.inventory_requests.labels(
+            "error" if reply.error else ("hit" if reply.cached else "miss")).inc()
+        return reply
+
     # -- authenticate -------------------------------------------------------------------------
+
+    @property
+    def signs_identities(self) -> bool:
+        return self._signer is not None
+
+    def _authenticated(self, user: str, groups: Sequence[str]) -> AuthenticateReply:
+        """An authenticated reply with a fresh signed assertion of the identity for the agent."""
+        assertion = ""
+        if self._signer is not None:
+            try:
+                assertion = self._signer.mint(user, groups, audience=self._job_audience)
+            except IdentityError as e:  # a name no assertion can carry (control characters ...)
+                log.warning("cannot sign an identity assertion: %s", e)
+        return AuthenticateReply(authenticated=True, user=user, groups=tuple(groups), assertion=assertion)
 
     async def authenticate(self, token: str) -> AuthenticateReply:
         if not token:
             return AuthenticateReply(authenticated=False, error="invalid token")
         cached = await self._cache.get_identity(token)
         if cached is not None:
-            return AuthenticateReply(authenticated=True, user=cached.user, groups=cached.groups)
+            return self._authenticated(cached.user, cached.groups)
         if not self._clusters:
             return AuthenticateReply(
                 authenticated=False, unavailable=True, error="authorization is unavailable: no clusters configured"
@@ -146,7 +175,7 @@ class AuthzService:
                 self._metrics.token_reviews.labels(cluster, "authenticated").inc()
                 identity = _with_authenticated_group(identity)
                 await self._cache.put_identity(token, identity)
-                return AuthenticateReply(authenticated=True, user=identity.user, groups=identity.groups)
+                return self._authenticated(identity.user, identity.groups)
             self._metrics.token_reviews.labels(cluster, "unauthenticated").inc()
 
         if failures:

@@ -20,6 +20,10 @@ class AuthzCacheSettings(BaseModel):
     """Seconds a successful TokenReview stays cached (keyed by the token's SHA-256); 0 = off."""
     max_concurrent_requests: int = 64
     """Bus requests handled at once per subscription by one replica."""
+    inventory_max_bytes: int = Field(default=900_000, ge=1_000)
+    """Largest ``sleuth.authz.inventory`` reply, in bytes; must stay under the NATS server's
+    ``max_payload`` (1 MiB by default). A bigger inventory drops its least distinctive names first
+    and says ``truncated``."""
 
 
 class Settings(ServiceSettings):

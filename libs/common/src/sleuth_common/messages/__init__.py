@@ -7,10 +7,13 @@ from sleuth_common.messages.alerts import (
     AlertmanagerWebhook,
 )
 from sleuth_common.messages.authz import (
+    CLUSTER_KINDS,
     AuthenticateReply,
     AuthenticateRequest,
     ClusterScope,
     InvalidateRequest,
+    InventoryReply,
+    InventoryRequest,
     ResolveReply,
     ResolveRequest,
     ScopeReply,
@@ -32,6 +35,7 @@ from sleuth_common.messages.jobs import (
 )
 
 __all__ = [
+    "CLUSTER_KINDS",
     "Action",
     "AlertChannelReply",
     "AlertChannelRequest",
@@ -46,6 +50,8 @@ __all__ = [
     "Evidence",
     "HistoryTurn",
     "InvalidateRequest",
+    "InventoryReply",
+    "InventoryRequest",
     "InvestigationJob",
     "InvestigationResult",
     "JobProgress",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Literal
 
 from pydantic import Field
@@ -9,10 +11,13 @@ from pydantic import Field
 from sleuth_common.messages.base import Message
 
 __all__ = [
+    "CLUSTER_KINDS",
     "AuthenticateReply",
     "AuthenticateRequest",
     "ClusterScope",
     "InvalidateRequest",
+    "InventoryReply",
+    "InventoryRequest",
     "ResolveReply",
     "ResolveRequest",
     "ScopeReply",
@@ -29,13 +34,38 @@ class ScopeRequest(Message):
     groups: tuple[str, ...] = ()
 
 
+CLUSTER_KINDS: Mapping[str, str] = MappingProxyType({
+    "nodes": "",
+    "namespaces": "",
+    "persistentvolumes": "",
+    "storageclasses": "storage.k8s.io",
+    "ingressclasses": "networking.k8s.io",
+    "priorityclasses": "scheduling.k8s.io",
+    "clusterroles": "rbac.authorization.k8s.io",
+    "clusterrolebindings": "rbac.authorization.k8s.io",
+    "customresourcedefinitions": "apiextensions.k8s.io",
+    "volumeattachments": "storage.k8s.io",
+    "csidrivers": "storage.k8s.io",
+})
+"""The cluster-scoped kinds ``ClusterScope.cluster_kinds`` answers for: plural resource → API group."""
+
+
 class ClusterScope(Message):
-    """One cluster's part of a scope: namespaces where the user may ``get pods``."""
+    """One cluster's part of a scope.
+
+    ``namespaces``: where the user may ``get pods``; ``cluster_wide``: they may at cluster scope.
+    ``cluster_kinds``: the kinds of :data:`CLUSTER_KINDS` (plural, lower case) they may ``list`` at
+    cluster scope — a cluster-scoped object is shown only when its kind is here.
+    ``secret_namespaces``: those of ``namespaces`` where they may ``get secrets``.
+    Both default to empty (fail closed) for replies of older senders.
+    """
 
     kind: Literal["authz.cluster_scope"] = "authz.cluster_scope"
     schema_version: int = 1
     namespaces: tuple[str, ...] = ()
     cluster_wide: bool = False
+    cluster_kinds: tuple[str, ...] = ()
+    secret_namespaces: tuple[str, ...] = ()
 
 
 class ScopeReply(Message):
@@ -77,6 +107,10 @@ class AuthenticateReply(Message):
     unavailable: bool = False
     """True when no cluster could answer the review (the token may be fine): callers answer 503,
     not 401."""
+    assertion: str = Field(default="", repr=False)
+    """A signed assertion of ``user``/``groups`` for the agent (issuer ``sleuth-authz``, audience
+    ``sleuth-agent``), fresh on every reply: the gateway puts it on the job it publishes for
+    this person (``InvestigationJob.identity``). Empty when authz-cache has no signing key."""
 
 
 class InvalidateRequest(Message):
@@ -110,3 +144,28 @@ class ResolveReply(Message):
     names: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     error: str = ""
     cached: bool = False
+
+
+class InventoryRequest(Message):
+    """Names of the objects in every namespace of ``cluster``, for the scope filter's scan of kept
+    text for other namespaces' object names (DESIGN §2, step 3)."""
+
+    kind: Literal["authz.inventory.request"] = "authz.inventory.request"
+    schema_version: int = 1
+    cluster: str
+
+
+class InventoryReply(Message):
+    """``names``: namespace → sorted names of its pods, services, the workloads that own its pods
+    (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs …) and, where authz-cache
+    lists them, ConfigMaps and Secrets. Names too generic to be told apart in text are left out.
+    ``truncated``: the reply was capped to fit one bus message, the least distinctive names dropped
+    first. ``error`` set when the cluster could not be read (then ``names`` is empty)."""
+
+    kind: Literal["authz.inventory.reply"] = "authz.inventory.reply"
+    schema_version: int = 1
+    cluster: str
+    names: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    error: str = ""
+    cached: bool = False
+    truncated: bool = False
