@@ -270,6 +270,28 @@ async def test_authenticate_known_token(settings_factory, fake_backend, dead_red
     assert bob.groups == ("team-b", "system:authenticated")
 
 
+async def test_an_authenticated_reply_carries_a_fresh_signed_identity_for_the_agent(
+    settings_factory, fake_backend, dead_redis_url, monkeypatch
+):
+    from sleuth_common.identity import IdentityVerifier, generate_keypair, load_public_key
+
+    private, public = generate_keypair()
+    monkeypatch.setenv("T_AUTHZ_KEY", private.decode())
+    base = settings_factory(dead_redis_url)
+    settings = base.model_copy(update={"identity": base.identity.model_copy(update={"signing_key_env": "T_AUTHZ_KEY"})})
+    async with running(settings, fake_backend) as bus:
+        first = await bus.authenticate("demo-alice-token")
+        second = await bus.authenticate("demo-alice-token")
+        refused = await bus.authenticate("not-a-token")
+
+    verifier = IdentityVerifier(issuer_keys={"sleuth-authz": [load_public_key(public)]}, audience="sleuth-agent")
+    who = verifier.verify(first.assertion)
+    assert (who.user, who.groups, who.issuer) == ("alice", ("team-a", "system:authenticated"), "sleuth-authz")
+    assert second.assertion and second.assertion != first.assertion  # one per reply (one per job)
+    assert refused.assertion == ""
+    assert "assertion" not in repr(first)
+
+
 async def test_authenticate_bad_token(settings_factory, fake_backend, dead_redis_url):
     async with running(settings_factory(dead_redis_url), fake_backend) as bus:
         reply = await bus.authenticate("not-a-token")
