@@ -110,7 +110,7 @@ def _count_results(stack: Stack, stop: threading.Event, seen: list[str]) -> None
 
     async def run() -> None:
         assert stack.nats is not None
-        nc = await nats.connect(stack.nats.url)
+        nc = await nats.connect(**stack.nats_options("gateway"))  # who may read every job's result
         sub = await nc.subscribe("sleuth.jobs.done.*")
         while not stop.is_set():
             try:
@@ -183,3 +183,12 @@ def test_services_reconnect_after_nats_restart(stack: Stack) -> None:
         time.sleep(1)
     assert isinstance(last, httpx.Response) and last.status_code == 200, last
     assert last.json()["result"]["status"] == "diagnosed"
+
+
+def test_no_service_was_refused_anything_on_the_bus(stack: Stack) -> None:
+    """Runs last: every subject the services used above is in their NATS permissions
+    (sleuth.embedded.access). nats-server logs a "Violation" for any publish, subscription or
+    login it refused."""
+    refused = [line for line in (stack.logs / "nats.log").read_text(errors="replace").splitlines()
+               if "Violation" in line]
+    assert not refused, "\n".join(refused[:10])

@@ -32,9 +32,20 @@ from sleuth_common.messages import (
 )
 from sleuth_common.subjects import Subjects
 from sleuth_gateway import Settings, create_app
+from sleuth_gateway.server import server_config
 
 PREFIX = "sleuth"
-TOKENS = {"t-alice": ("alice", ("team-a",)), "t-bob": ("bob", ("team-b",))}
+TOKENS = {
+    "t-alice": ("alice", ("team-a",)),
+    "t-bob": ("bob", ("team-b",)),
+    # Sleuth's own identities (the embedded stack's, and service accounts of the sleuth namespace)
+    # and a service account of a tenant, which is not Sleuth's.
+    "t-sleuth-reader": ("sleuth-reader", ("sleuth:readers",)),
+    "t-sleuth-authz": ("sleuth-authz", ("sleuth:authz",)),
+    "t-sa-agent": ("system:serviceaccount:sleuth:agent", ("system:serviceaccounts", "system:serviceaccounts:sleuth")),
+    "t-sa-group": ("robot", ("system:serviceaccounts:sleuth",)),
+    "t-sa-elsewhere": ("system:serviceaccount:team-a:ci", ("system:serviceaccounts", "system:serviceaccounts:team-a")),
+}
 
 
 def auth(token: str) -> dict[str, str]:
@@ -214,17 +225,10 @@ def make_settings(nats_url: str, redis_url: str, **gateway: Any) -> Settings:
 
 
 @asynccontextmanager
-async def serve(app: Any, host: str, port: int) -> AsyncIterator[uvicorn.Server]:
-    """Run ``app`` with uvicorn in this event loop until the block ends."""
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        lifespan="on",
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=2,
-    )
+async def serve(app: Any, settings: Settings) -> AsyncIterator[uvicorn.Server]:
+    """Run ``app`` with uvicorn in this event loop, configured as the gateway runs it, until the
+    block ends."""
+    config = server_config(app, settings.gateway, lifespan="on", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:
@@ -256,7 +260,7 @@ def start_stack(nats_server: NatsServer, valkey: ValkeyServer) -> Callable[..., 
         app = create_app(settings)
         fake_agent = FakeAgent(nc, subjects, behaviour)
         try:
-            async with serve(app, "127.0.0.1", settings.gateway.port):
+            async with serve(app, settings):
                 # The gateway made the JOBS stream at start-up; the agent binds to it.
                 await fake_agent.start()
                 url = f"http://127.0.0.1:{settings.gateway.port}"

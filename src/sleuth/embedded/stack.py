@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import yaml
 
+from sleuth.embedded.access import SERVICES, Credentials, NatsPermissions, nats_authorization, redis_acl_file
 from sleuth.embedded.procs import ManagedProcess, NatsServer, ValkeyServer, free_port, wait_for_port
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,10 @@ class StackSpec:
     host: str = "127.0.0.1"
     extra_env: dict[str, str] = field(default_factory=dict)
     extra_config: dict[str, Any] = field(default_factory=dict)
+    nats_users: dict[str, NatsPermissions] = field(default_factory=dict)
+    """NATS users beside the services' and ``audit`` (tests, benches), with their permissions."""
+    redis_maxmemory: str = "256mb"
+    """Valkey's memory cap (policy ``noeviction``, explained in ``Stack.start``)."""
 
 
 def _read_snapshot_meta(snapshot: Path) -> dict[str, Any]:
@@ -62,6 +67,10 @@ def _read_snapshot_meta(snapshot: Path) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise ValueError(f"{snapshot}/snapshot.yaml is not a mapping")
     return meta
+
+
+IDENTITY_SIGNERS = {"agent": "agent", "authz-cache": "authz", "alerts": "alerts"}
+"""Service → the key it signs identities with (see ``Stack._identity_keys``)."""
 
 
 class Stack:
@@ -82,6 +91,9 @@ class Stack:
         self.agents: list[ManagedProcess] = []
         self.sim_info: dict[str, Any] = {}
         self.config_path = self.state / "sleuth.yaml"
+        self.identity_keys: dict[str, tuple[Path, Path]] = {}
+        # Bus and Redis passwords, new at every start; each service gets only its own.
+        self.credentials = Credentials.generate(spec.nats_users)
 
     # ----------------------------------------------------------------- addresses
     @property
@@ -100,6 +112,23 @@ class Stack:
     def kube_mcp_url(self) -> str:
         return f"http://{self.spec.host}:{self.spec.ports.kube_mcp}/mcp"
 
+    @property
+    def prefix(self) -> str:
+        return str(self.spec.extra_config.get("prefix", "sleuth"))
+
+    def nats_options(self, user: str) -> dict[str, Any]:
+        """``nats.connect`` keyword arguments to log in as ``user`` (a service, ``audit``, or one
+        of ``spec.nats_users``), with that user's inbox prefix."""
+        assert self.nats is not None
+        return {"servers": [self.nats.url], "user": user, "password": self.credentials.nats[user],
+                "inbox_prefix": f"_INBOX.{user}"}
+
+    def redis_options(self, user: str) -> dict[str, Any]:
+        """``redis.asyncio.Redis`` keyword arguments to log in as the service ``user``."""
+        assert self.valkey is not None
+        return {"host": self.valkey.host, "port": self.valkey.port, "username": user,
+                "password": self.credentials.redis[user]}
+
     def token(self, user: str) -> str:
         return str(self.users[user]["token"])
 
@@ -113,9 +142,18 @@ class Stack:
         self.state.mkdir(parents=True, exist_ok=True)
         p = self.spec.ports
         try:
-            self.nats = NatsServer(self.state / "nats", port=p.nats, log_path=self.logs / "nats.log").start()
+            self.nats = NatsServer(
+                self.state / "nats", port=p.nats, log_path=self.logs / "nats.log",
+                authorization=nats_authorization(self.credentials.nats, self.prefix, self.spec.nats_users),
+            ).start()
+            # noeviction: at the cap, writes fail (the services answer "Redis is unavailable")
+            # instead of Valkey silently dropping keys. Under volatile-lru an answered-mark or an
+            # alert window (keys with a TTL) could be evicted, and a job would be answered twice
+            # or an alert batch lost; schedules and the scheduler lock must not vanish either.
             self.valkey = ValkeyServer(
-                self.state / "valkey", port=p.valkey, log_path=self.logs / "valkey.log", persist=True
+                self.state / "valkey", port=p.valkey, log_path=self.logs / "valkey.log", persist=True,
+                acl=redis_acl_file(self.credentials.redis, self.prefix), maxmemory=self.spec.redis_maxmemory,
+                maxmemory_policy="noeviction",
             ).start()
             self._start_simcluster()
             self._write_config()
@@ -155,25 +193,30 @@ class Stack:
             time.sleep(0.05)
         raise TimeoutError(f"simcluster did not become ready:\n{proc.log_tail()}")
 
-    def _identity_keys(self) -> tuple[Path, Path]:
-        """The agent's Ed25519 key pair for signed identities (made once, kept in the state
-        directory; the private key readable by this user only)."""
+    def _identity_keys(self) -> dict[str, tuple[Path, Path]]:
+        """Ed25519 key pairs for signed identities, one per signer (made once, kept in the state
+        directory; each private key readable by this user only and given only to its service):
+        the agent signs the asker for kube-mcp, authz-cache a person's login for the agent,
+        alerts a channel's alerts for the agent."""
         from sleuth_common.identity import generate_keypair
 
         d = self.state / "identity"
-        private, public = d / "agent.key", d / "agent.pub"
-        if not (private.is_file() and public.is_file()):
-            d.mkdir(parents=True, exist_ok=True, mode=0o700)
-            key, pub = generate_keypair()
-            fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(key)
-            public.write_bytes(pub)
-        return private, public
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        out: dict[str, tuple[Path, Path]] = {}
+        for signer in IDENTITY_SIGNERS.values():
+            private, public = d / f"{signer}.key", d / f"{signer}.pub"
+            if not (private.is_file() and public.is_file()):
+                key, pub = generate_keypair()
+                fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(key)
+                public.write_bytes(pub)
+            out[signer] = (private, public)
+        return out
 
     def _write_config(self) -> None:
         p, h = self.spec.ports, self.spec.host
-        private, public = self._identity_keys()
+        self.identity_keys = keys = self._identity_keys()
         assert self.nats is not None and self.valkey is not None
         kubeconfigs = self.sim_info.get("kubeconfigs") or {}
         cfg: dict[str, Any] = {
@@ -190,7 +233,11 @@ class Stack:
                 # Sleuth's kube-mcp reads as the asker: the agent signs who that is.
                 "mcp_servers": [{"name": "kube", "url": self.kube_mcp_url, "identity": True}],
             }],
-            "identity": {"signing_key_file": str(private), "verify_key_files": [str(public)]},
+            # Public keys only: each service gets its own private key in its environment.
+            "identity": {
+                "verify_key_files": [str(keys["agent"][1])],
+                "job_issuers": {"sleuth-authz": [str(keys["authz"][1])], "sleuth-alerts": [str(keys["alerts"][1])]},
+            },
             "kube_mcp": {"host": h, "port": p.kube_mcp, "kubeconfig": kubeconfigs.get("sleuth-reader", ""),
                          "cluster_name": self.cluster_name},
             "authz_cache": {"host": h, "metrics_port": p.authz_metrics},
@@ -224,6 +271,11 @@ class Stack:
 
     def _service(self, name: str, module: str, env: dict[str, str], health: int | None,
                  extra_args: list[str] | None = None) -> ManagedProcess:
+        user = "agent" if name.startswith("agent") else name
+        if user in SERVICES:  # its own NATS and Redis login, nobody else's (kube-mcp uses neither)
+            env = {**self.credentials.service_env(user), **env}
+        if user in IDENTITY_SIGNERS:  # its own signing key, nobody else's
+            env = {**env, "SLEUTH_IDENTITY__SIGNING_KEY_FILE": str(self.identity_keys[IDENTITY_SIGNERS[user]][0])}
         proc = ManagedProcess(
             name, [sys.executable, "-m", module, "--config", str(self.config_path), *(extra_args or [])],
             log_path=self.logs / f"{name}.log", env=env,
@@ -329,4 +381,5 @@ def restart_nats(stack: Stack) -> None:
     assert stack.nats is not None
     old = stack.nats
     old.stop()
-    stack.nats = NatsServer(old.data_dir, port=old.port, host=old.host, log_path=stack.logs / "nats.log").start()
+    stack.nats = NatsServer(old.data_dir, port=old.port, host=old.host, log_path=stack.logs / "nats.log",
+                            authorization=old.authorization).start()

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
 from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
 from sleuth_authz_cache.backend import AuthzBackend
 from sleuth_authz_cache.cache import ScopeCache
@@ -19,6 +16,8 @@ from sleuth_authz_cache.kubernetes import KubernetesBackend
 from sleuth_authz_cache.metrics import Metrics
 from sleuth_authz_cache.service import AuthzService
 from sleuth_authz_cache.settings import Settings
+from sleuth_common.connect import nats_broker, redis_client
+from sleuth_common.identity import signer_from_settings
 from sleuth_common.subjects import Subjects
 
 __all__ = ["AuthzCache", "build", "create_app"]
@@ -41,15 +40,13 @@ class AuthzCache:
         await self.redis.aclose()
 
 
+AUTHZ_ISSUER = "sleuth-authz"
+
+
 def build(settings: Settings, *, backend: AuthzBackend | None = None) -> AuthzCache:
     """Build without connecting anything. ``backend`` replaces the Kubernetes backend (tests)."""
     metrics = Metrics()
-    redis = Redis.from_url(
-        settings.redis.url,
-        socket_timeout=settings.redis.timeout,
-        socket_connect_timeout=settings.redis.timeout,
-        retry=Retry(NoBackoff(), 1),
-    )
+    redis = redis_client(settings.redis)
     cache = ScopeCache(
         redis,
         prefix=settings.prefix,
@@ -66,10 +63,14 @@ def build(settings: Settings, *, backend: AuthzBackend | None = None) -> AuthzCa
         metrics,
         review_concurrency=settings.authz.review_concurrency,
         resolve_ttl=settings.authz.resolve_cache_ttl,
+        inventory_max_bytes=settings.authz_cache.inventory_max_bytes,
+        # Signs each authenticated identity for the agent (a job names whom it acts for).
+        signer=signer_from_settings(settings.identity, issuer=AUTHZ_ISSUER, ttl=settings.identity.job_ttl),
+        job_audience=settings.identity.job_audience,
     )
-    broker = NatsBroker(
-        settings.nats.url.split(","),
-        connect_timeout=math.ceil(settings.nats.connect_timeout),  # FastStream types it int
+    broker = nats_broker(
+        settings.nats,
+        name="sleuth-authz-cache",
         max_reconnect_attempts=-1,
         log_level=logging.DEBUG,  # per-message Received/Processed lines: too chatty for INFO
     )

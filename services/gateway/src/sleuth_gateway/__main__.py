@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 
 import uvicorn
 
 from sleuth_common.config import load_settings
 from sleuth_common.logs import configure_logging
 from sleuth_gateway.app import create_app
+from sleuth_gateway.server import server_config
 from sleuth_gateway.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -29,14 +31,10 @@ def main(argv: list[str] | None = None) -> None:
         settings = settings.model_copy(update={"gateway": settings.gateway.model_copy(update=update)})
     configure_logging(settings.logging)
     log.info("starting gateway", extra={"url": settings.gateway.url()})
-    uvicorn.run(
-        create_app(settings),
-        host=settings.gateway.host,
-        port=settings.gateway.port,
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=5,
-    )
+    server = uvicorn.Server(server_config(create_app(settings), settings.gateway))
+    server.run()
+    if not server.started:
+        sys.exit(3)  # as uvicorn.run: the app did not start
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from starlette.routing import Route
 
 from sleuth_gateway import channel_api, handlers, web
 from sleuth_gateway.errors import ApiError
-from sleuth_gateway.middleware import RequestContextMiddleware
+from sleuth_gateway.middleware import HostCheckMiddleware, RequestContextMiddleware
 from sleuth_gateway.runtime import Gateway
 from sleuth_gateway.settings import Settings
 
@@ -44,9 +44,18 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/healthz", handlers.healthz, methods=["GET"]),
         Route("/metrics", handlers.metrics, methods=["GET"]),
     ]
+    middleware = [
+        Middleware(RequestContextMiddleware, metrics=gateway.metrics),
+        Middleware(
+            HostCheckMiddleware,
+            names=settings.gateway.host_names(),
+            metrics=gateway.metrics,
+            exempt=("/healthz", "/metrics"),
+        ),
+    ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(RequestContextMiddleware, metrics=gateway.metrics)],
+        middleware=middleware,
         exception_handlers={ApiError: handlers.api_error, HTTPException: handlers.http_error},
         lifespan=lifespan,
     )

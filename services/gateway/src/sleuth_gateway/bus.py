@@ -25,6 +25,7 @@ from nats.js import JetStreamContext
 from pydantic import ValidationError
 
 from sleuth_common.config import NatsSettings
+from sleuth_common.connect import nats_connect_options
 from sleuth_common.messages import (
     AlertChannelReply,
     AlertChannelRequest,
@@ -156,11 +157,8 @@ class Bus:
         self._closing = False
 
     async def connect(self) -> None:
-        servers = [s.strip() for s in self._settings.url.split(",") if s.strip()]
         self._nc = await nats.connect(
-            servers=servers,
-            name="sleuth-gateway",
-            connect_timeout=self._settings.connect_timeout,
+            **nats_connect_options(self._settings, name="sleuth-gateway"),
             max_reconnect_attempts=-1,
             reconnect_time_wait=1,
             error_cb=self._on_error,

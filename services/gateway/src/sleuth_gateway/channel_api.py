@@ -4,11 +4,12 @@
 ``{"channel", "messages": [{"id", "author", "text", "created_at", "origin", "html", ...}]}``
 newest last; ``POST /v1/channels/{channel}/messages {"text"}`` stores the message and runs a
 command in it. Members only (``gateway.channels[].members``); others get 403, unknown channels 404.
+A post takes a token from the poster's question bucket (as a question does), a read from their
+read bucket; over either: 429 with Retry-After.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -17,11 +18,12 @@ from starlette.responses import Response
 
 from sleuth_common.messages import AlertChannelRequest
 from sleuth_gateway.auth import Identity
+from sleuth_gateway.body import parse_json_object, read_body
 from sleuth_gateway.bus import BusError
 from sleuth_gateway.channels import channel_message
 from sleuth_gateway.commands import HELP_TEXT, parse_command
-from sleuth_gateway.errors import ApiError, BadRequest, DependencyUnavailable, NotFound, PayloadTooLarge
-from sleuth_gateway.handlers import _gw, _identify, _json, _read_body
+from sleuth_gateway.errors import BadRequest, DependencyUnavailable, Forbidden, NotFound, PayloadTooLarge
+from sleuth_gateway.handlers import _gw, _identify, _json, _take_question
 from sleuth_gateway.render import render_markdown
 from sleuth_gateway.settings import ChannelSettings
 
@@ -30,10 +32,6 @@ log = logging.getLogger(__name__)
 __all__ = ["channel_messages", "list_channels", "post_channel_message"]
 
 BOT = "sleuth"
-
-
-class Forbidden(ApiError):
-    status = 403
 
 
 def _member_channel(request: Request, identity: Identity) -> ChannelSettings:
@@ -70,20 +68,18 @@ async def channel_messages(request: Request) -> Response:
 async def post_channel_message(request: Request) -> Response:
     gw = _gw(request)
     cfg = gw.settings.gateway
-    identity = await _identify(request)
+    identity = await _identify(request, bucket="none")
     channel = _member_channel(request, identity)
-    raw = await _read_body(request, cfg.max_body_bytes)
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"malformed JSON: {exc}") from exc
-    text = doc.get("text") if isinstance(doc, dict) else None
+    raw = await read_body(request, cfg.max_body_bytes, cfg.body_timeout)
+    example = '{"text": "alerts status"}'
+    text = parse_json_object(raw, cfg.max_json_depth, example).get("text")
     if not isinstance(text, str) or not text.strip():
-        raise BadRequest('the body must be a JSON object like {"text": "alerts status"}')
+        raise BadRequest(f"the body must be a JSON object like {example}")
     if len(text) > cfg.question_limit:
         raise PayloadTooLarge(
             f"the message is {len(text)} characters long; the limit is {cfg.question_limit}"
         )
+    await _take_question(gw, identity, "messages")
     posted = [channel_message(text, identity.user)]
     await gw.channels.append(channel.name, posted[0])
     command = parse_command(text)

@@ -9,10 +9,12 @@ __all__ = [
     "BadRequest",
     "BusUnavailable",
     "DependencyUnavailable",
+    "Forbidden",
     "JobTimeout",
     "NotFound",
     "PayloadTooLarge",
     "RateLimited",
+    "RequestTimeout",
     "Unauthorized",
 ]
 
@@ -22,10 +24,14 @@ class ApiError(Exception):
 
     status = 500
 
-    def __init__(self, message: str, *, headers: dict[str, str] | None = None, **extra: Any) -> None:
+    def __init__(
+        self, message: str, *, headers: dict[str, str] | None = None, reason: str = "", **extra: Any
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.headers = headers or {}
+        self.reason = reason
+        """Why a guard refused the request (the ``reason`` label of ``sleuth_gateway_refused``)."""
         self.extra = extra
 
 
@@ -40,8 +46,21 @@ class Unauthorized(ApiError):
         super().__init__(message, headers={"WWW-Authenticate": 'Bearer realm="sleuth"'}, **extra)
 
 
+class Forbidden(ApiError):
+    status = 403
+
+
 class NotFound(ApiError):
     status = 404
+
+
+class RequestTimeout(ApiError):
+    """The client did not send its request in time; the connection is closed after the answer."""
+
+    status = 408
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, headers={"Connection": "close"})
 
 
 class PayloadTooLarge(ApiError):
@@ -51,9 +70,9 @@ class PayloadTooLarge(ApiError):
 class RateLimited(ApiError):
     status = 429
 
-    def __init__(self, message: str, retry_after: float) -> None:
+    def __init__(self, message: str, retry_after: float, *, reason: str = "") -> None:
         seconds = max(1, int(retry_after + 0.999))
-        super().__init__(message, headers={"Retry-After": str(seconds)}, retry_after=seconds)
+        super().__init__(message, headers={"Retry-After": str(seconds)}, reason=reason, retry_after=seconds)
 
 
 class DependencyUnavailable(ApiError):

@@ -8,7 +8,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -19,7 +19,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from sleuth_common.messages import HistoryTurn, InvestigationJob, InvestigationResult, JobProgress, Requester
-from sleuth_gateway.auth import Identity, bearer_token
+from sleuth_gateway.auth import Identity, bearer_token, is_refused
+from sleuth_gateway.body import parse_json_object, read_body
 from sleuth_gateway.bus import BusError, JobWatch
 from sleuth_gateway.commands import HELP_TEXT, Command, parse_command
 from sleuth_gateway.conversation import answer_message, question_message
@@ -28,10 +29,12 @@ from sleuth_gateway.errors import (
     BadRequest,
     BusUnavailable,
     DependencyUnavailable,
+    Forbidden,
     JobTimeout,
     PayloadTooLarge,
     RateLimited,
 )
+from sleuth_gateway.middleware import on_finish
 from sleuth_gateway.render import render_markdown
 from sleuth_gateway.runtime import Gateway
 
@@ -77,6 +80,8 @@ def _json(
 
 async def api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
+    if exc.reason:
+        _gw(request).metrics.refused.labels(reason=exc.reason).inc()
     log.info(
         "refused: %s",
         exc.message,
@@ -90,42 +95,55 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return _json(request, {"error": exc.detail}, exc.status_code, dict(exc.headers or {}))
 
 
-async def _identify(request: Request) -> Identity:
+async def _identify(request: Request, *, bucket: Literal["read", "none"] = "read") -> Identity:
+    """The caller, authenticated and admitted: not one of Sleuth's own identities, within the
+    requests one user may have in progress, and (``bucket="read"``) within their read bucket.
+    Questions and posts take from the question bucket themselves, once their body is valid."""
+    gw = _gw(request)
+    cfg = gw.settings.gateway
     token = bearer_token(request.headers.get("authorization"))
-    identity = await _gw(request).authenticator.authenticate(token)
+    address = request.client.host if request.client else ""
+    identity = await gw.authenticator.authenticate(token, address)
     request.state.user = identity.user
+    request.state.token = token  # for this request only: a job gets a fresh signed identity
+    if is_refused(identity, cfg.refused_identities):
+        raise Forbidden("service identities cannot use chat: sign in with your own credentials", reason="identity")
+    gate = gw.requests_per_user
+    if not gate.enter(identity.user):
+        raise RateLimited(
+            f"too many requests in flight: at most {gate.limit} at once; wait for one to finish", 1.0, reason="busy"
+        )
+    on_finish(request, lambda: gate.leave(identity.user))
+    if bucket == "read":
+        decision = await gw.read_ratelimiter.take(identity.user)
+        if not decision.allowed:
+            raise RateLimited(
+                f"too many requests: try again in {max(1, round(decision.retry_after))} s",
+                decision.retry_after,
+                reason="read_rate",
+            )
     return identity
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length", "")
-    too_large = f"the request body is larger than the limit of {limit} bytes"
-    if declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(too_large)
-    size = 0
-    chunks = []
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(too_large)
-        chunks.append(chunk)
-    return b"".join(chunks)
+async def _take_question(gw: Gateway, identity: Identity, what: str) -> None:
+    """One token from the user's question bucket (questions and channel posts), or 429."""
+    decision = await gw.ratelimiter.take(identity.user)
+    if not decision.allowed:
+        gw.metrics.rate_limited.inc()
+        raise RateLimited(
+            f"too many {what}: try again in {max(1, round(decision.retry_after))} s", decision.retry_after
+        )
 
 
-def _parse_query(raw: bytes, question_limit: int) -> QueryBody:
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"malformed JSON: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise BadRequest('the body must be a JSON object like {"query": "what is failing in team-a?"}')
+def _parse_query(raw: bytes, question_limit: int, max_depth: int) -> QueryBody:
+    doc = parse_json_object(raw, max_depth, '{"query": "what is failing in team-a?"}')
     try:
         body = QueryBody.model_validate(doc)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors()[:5]
         )
-        raise BadRequest(f"invalid request: {problems}") from exc
+        raise BadRequest(f"invalid request: {' '.join(problems.split())}") from None
     if not body.query.strip():
         raise BadRequest("query must not be empty")
     if len(body.query) > question_limit:
@@ -150,7 +168,7 @@ def _stream(
     return StreamingResponse(
         events,
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         background=background,
     )
 
@@ -166,14 +184,19 @@ async def whoami(request: Request) -> Response:
 async def query(request: Request) -> Response:
     gw = _gw(request)
     cfg = gw.settings.gateway
-    identity = await _identify(request)
-    body = _parse_query(await _read_body(request, cfg.max_body_bytes), cfg.question_limit)
-    decision = await gw.ratelimiter.take(identity.user)
-    if not decision.allowed:
-        gw.metrics.rate_limited.inc()
+    identity = await _identify(request, bucket="none")
+    raw = await read_body(request, cfg.max_body_bytes, cfg.body_timeout)
+    body = _parse_query(raw, cfg.question_limit, cfg.max_json_depth)
+    await _take_question(gw, identity, "questions")
+    slot = await gw.inflight.acquire(identity.user)
+    if slot is None:
         raise RateLimited(
-            f"too many questions: try again in {max(1, round(decision.retry_after))} s", decision.retry_after
+            f"too many questions in flight: at most {gw.inflight.limit} at once; wait for one to finish",
+            2.0,
+            reason="inflight",
         )
+    # Released when the response is finished (a stream's last event sent, or its client gone).
+    on_finish(request, lambda: gw.inflight.release(identity.user, slot))
     command = parse_command(body.query)
     if command is not None:
         return await _command(request, identity, body.query, command)
@@ -226,6 +249,8 @@ async def _investigate(request: Request, identity: Identity, body: QueryBody) ->
     else:
         history = await gw.conversations.history(identity.user, cfg.history_turns)
     job_id = uuid.uuid4().hex
+    # The agent trusts the requester only with authz-cache's signature over it (a fresh one per job).
+    assertion = await gw.authenticator.assertion(request.state.token)
     job = InvestigationJob(
         id=job_id,
         origin="api",
@@ -235,6 +260,7 @@ async def _investigate(request: Request, identity: Identity, body: QueryBody) ->
         review=body.review,
         deadline=time.time() + cfg.answer_timeout,
         reply_subject=gw.bus.subjects.jobs_done(job_id),
+        identity=assertion,
     )
     try:
         watch = await gw.bus.watch(job.id)

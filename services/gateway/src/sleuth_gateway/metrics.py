@@ -24,7 +24,15 @@ class Metrics:
         )
         self.rate_limited = Counter(
             "sleuth_gateway_rate_limited",
-            "Questions refused by the per-user rate limit.",
+            "Questions and channel posts refused by the per-user rate limit.",
+            registry=self.registry,
+        )
+        self.refused = Counter(
+            "sleuth_gateway_refused",
+            "Requests refused by the other guards, by reason: read_rate (the per-user read bucket), "
+            "busy (requests in progress per user), inflight (questions running per user), "
+            "sign_in_throttle, sign_in_busy, identity (Sleuth's own identities), host (unknown Host).",
+            ["reason"],
             registry=self.registry,
         )
 

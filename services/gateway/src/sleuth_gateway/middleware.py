@@ -1,26 +1,58 @@
-"""Request ids, access logs, request metrics and the last-resort JSON error (pure ASGI)."""
+"""Request ids, access logs, request metrics, response headers, the Host check and the
+last-resort JSON error (pure ASGI)."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import re
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sleuth_gateway.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RequestContextMiddleware"]
+__all__ = ["HostCheckMiddleware", "RequestContextMiddleware", "on_finish"]
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+# On every response: nothing the gateway answers may be cached (answers, conversations and
+# identities are one person's) or content-sniffed into something else.
+_ALWAYS = ((b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"))
+_ALWAYS_NAMES = {name for name, _ in _ALWAYS} | {b"x-request-id"}
+
+Cleanup = Callable[[], Awaitable[None] | None]
+
+
+def on_finish(request: Request, cleanup: Cleanup) -> None:
+    """Run ``cleanup`` when the response is finished: after the last byte of a stream, or when
+    its client went away, or after an error (what a request holds: a question slot, a place in a
+    concurrency gate)."""
+    request.state.on_finish.append(cleanup)
+
+
+async def _json_error(send: Send, status: int, message: str, request_id: str) -> None:
+    body = json.dumps({"error": message, "request_id": request_id}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 class RequestContextMiddleware:
-    """Gives every request an id (``X-Request-Id`` in and out), logs and counts it.
+    """Gives every request an id (``X-Request-Id`` in and out), logs and counts it, adds
+    ``Cache-Control: no-store`` and ``X-Content-Type-Options: nosniff`` to every response, and
+    runs the request's ``on_finish`` clean-ups at its very end.
 
     An incoming ``X-Request-Id`` is reused when it looks like an id, so a caller can trace a
     request across systems. An unhandled exception becomes a 500 ``{error, request_id}``.
@@ -42,6 +74,8 @@ class RequestContextMiddleware:
         request_id = incoming if _SAFE_ID.match(incoming) else uuid.uuid4().hex
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
+        cleanups: list[Cleanup] = []
+        state["on_finish"] = cleanups
         header = (b"x-request-id", request_id.encode())
         status = 500
         started = False
@@ -52,8 +86,8 @@ class RequestContextMiddleware:
             if message["type"] == "http.response.start":
                 started = True
                 status = message["status"]
-                headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
-                message = {**message, "headers": [*headers, header]}
+                headers = [h for h in message.get("headers", []) if h[0].lower() not in _ALWAYS_NAMES]
+                message = {**message, "headers": [*headers, *_ALWAYS, header]}
             await send(message)
 
         try:
@@ -61,18 +95,7 @@ class RequestContextMiddleware:
         except Exception:
             log.exception("unhandled error", extra={"request_id": request_id, "path": scope.get("path")})
             if not started:
-                body = json.dumps({"error": "internal error", "request_id": request_id}).encode()
-                await send_wrapper(
-                    {
-                        "type": "http.response.start",
-                        "status": 500,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+                await _json_error(send_wrapper, 500, "internal error", request_id)
         finally:
             route = scope.get("route")
             label = getattr(route, "path", None) or "unmatched"
@@ -88,3 +111,84 @@ class RequestContextMiddleware:
                     "duration_ms": round((time.monotonic() - t0) * 1000, 1),
                 },
             )
+            await _run(cleanups, request_id)
+
+
+async def _run(cleanups: list[Cleanup], request_id: str) -> None:
+    for cleanup in reversed(cleanups):
+        try:
+            result = cleanup()
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            log.exception("a request clean-up failed", extra={"request_id": request_id})
+
+
+class HostCheckMiddleware:
+    """Answers only requests whose ``Host`` is one of ``names`` (DNS rebinding: a page on an
+    attacker's domain that resolves to the gateway's address sends that domain as Host).
+
+    ``name`` matches any port, ``name:port`` that port only, ``*.example.com`` any subdomain,
+    ``*`` anything. Paths in ``exempt`` (health, metrics: no user data, probed by IP) are not
+    checked. Others get 400 ``{"error": "unknown host ...", "request_id"}``.
+    """
+
+    def __init__(self, app: ASGIApp, names: Iterable[str], metrics: Metrics, exempt: Iterable[str] = ()) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.exempt = frozenset(exempt)
+        entries = [n.strip().lower().rstrip(".") for n in names if n.strip()]
+        self.any = "*" in entries
+        self.exact: set[str] = set()
+        self.any_port: set[str] = set()
+        self.suffixes: list[str] = []
+        for entry in entries:
+            host, port = _split_host(entry)
+            if host.startswith("*."):
+                self.suffixes.append(host[1:])
+            elif port:
+                self.exact.add(f"{host}:{port}")
+            else:
+                self.any_port.add(host)
+
+    def allows(self, value: str, scheme: str = "http") -> bool:
+        """Whether a request with ``Host: value`` is answered (no port = the scheme's default)."""
+        if self.any:
+            return True
+        host, port = _split_host(value.strip().lower())
+        host = host.rstrip(".")
+        port = port or ("443" if scheme == "https" else "80")
+        if not host:
+            return False
+        if host in self.any_port or f"{host}:{port}" in self.exact:
+            return True
+        return any(host.endswith(suffix) and len(host) > len(suffix) for suffix in self.suffixes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.any or scope.get("path") in self.exempt:
+            await self.app(scope, receive, send)
+            return
+        host = ""
+        for name, value in scope.get("headers", []):
+            if name == b"host":
+                host = value.decode("latin-1")
+                break
+        if self.allows(host, scope.get("scheme", "http")):
+            await self.app(scope, receive, send)
+            return
+        self.metrics.refused.labels(reason="host").inc()
+        state: dict[str, Any] = scope.get("state", {})
+        request_id = str(state.get("request_id", ""))
+        log.info("refused: unknown host", extra={"request_id": request_id, "host": host[:100]})
+        await _json_error(
+            send, 400, "unknown host: this gateway answers only to the names in gateway.allowed_hosts", request_id
+        )
+
+
+def _split_host(value: str) -> tuple[str, str]:
+    """(host, port) of a Host header value; IPv6 literals keep their brackets."""
+    if value.startswith("["):
+        host, _, rest = value.partition("]")
+        return host + "]", rest[1:] if rest.startswith(":") else ""
+    host, _, port = value.partition(":")
+    return host, port

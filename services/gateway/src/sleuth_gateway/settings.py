@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from sleuth_common.config import ServiceSettings
@@ -69,6 +71,73 @@ class GatewaySettings(BaseModel):
     alerts_timeout: float = 3.0
     """Seconds to wait for the alerts service to answer ``alerts on|off|status``."""
 
+    # -- abuse limits per user
+    max_inflight_per_user: int = 4
+    """Questions one user may have running at once, across replicas (kept in Redis); more get
+    429 with Retry-After. 0 = no limit."""
+    max_requests_per_user: int = 16
+    """Requests of any kind one user may have in progress at once on one replica; more get 429
+    at once, before they touch Redis (a burst cannot take the connections everyone shares).
+    0 = no limit."""
+    read_rate_limit_capacity: int = 60
+    """Token-bucket size per user for everything that is not a question or a post: whoami,
+    conversation and channel reads, channel lists, clearing the conversation."""
+    read_rate_limit_refill_per_second: float = 2.0
+    """Tokens added back per second per user to the read bucket (the web chat polls a channel
+    every 3 s, well inside this)."""
+
+    # -- sign-in
+    auth_failure_limit: int = 20
+    """Refused tokens accepted from one client address per ``auth_failure_window``; after that,
+    sign-ins from that address that would cost a TokenReview get 429 (identities already
+    signed in keep working). IPv6 addresses count per /64. 0 = no limit."""
+    max_sign_ins_per_address: int = 8
+    """Token look-ups (tokens not already remembered) one client address may have in progress
+    at once on one replica; more get 429 at once. 0 = no limit."""
+    auth_failure_window: int = 60
+    """Seconds over which refused sign-ins are counted per client address."""
+    auth_negative_ttl: float = 5.0
+    """Seconds a refused token is remembered (by its SHA-256, never the token), so repeating it
+    costs no TokenReview. 0 = not remembered."""
+    trusted_proxies: list[str] = Field(default_factory=list)
+    """Addresses of reverse proxies whose ``X-Forwarded-For`` / ``X-Forwarded-Proto`` are
+    believed (the client address of the limits above). Empty = nobody's: the address is the
+    TCP peer. ``*`` trusts everyone (only behind a proxy that overwrites the header)."""
+    refused_identities: list[str] = Field(
+        default_factory=lambda: [
+            "system:serviceaccount:sleuth:*",
+            "sleuth-reader",
+            "sleuth-authz",
+            "group:system:serviceaccounts:sleuth",
+        ]
+    )
+    """Identities that may not use chat or the API (Sleuth's own service identities): 403.
+    ``user:NAME`` or a bare ``NAME`` matches the user name, ``group:NAME`` one of the groups; a
+    trailing ``*`` matches any rest. Adjust the namespace when Sleuth runs outside ``sleuth``."""
+
+    # -- HTTP server
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """Host names the gateway answers to (against DNS rebinding), besides ``127.0.0.1``,
+    ``localhost``, ``[::1]``, ``host`` (unless it listens on every address) and the host of
+    ``public_url``, which are always allowed. ``name`` matches any port, ``name:port`` only
+    that port, ``*.example.com`` any subdomain; ``*`` turns the check off. Others get 400
+    "unknown host". ``/healthz`` and ``/metrics`` (no user data; probes and scrapers use the pod
+    IP) are not checked."""
+    max_json_depth: int = 32
+    """Deepest nesting of arrays and objects accepted in a request body; deeper gets 400."""
+    header_timeout: float = 10.0
+    """Seconds a client has to send a request's head (request line and headers) once it started
+    it, or after connecting; then it gets 408 and the connection is closed (slow-header clients)."""
+    body_timeout: float = 15.0
+    """Seconds a client has to send a request body; then it gets 408."""
+    keep_alive_timeout: int = 5
+    """Seconds an idle keep-alive connection stays open between requests."""
+    max_header_bytes: int = 16384
+    """Largest request head (request line and headers) accepted, in bytes; larger gets 400."""
+    max_connections: int = 1000
+    """Open connections (and requests in progress) the server takes at once; beyond that new
+    requests get 503 at once. 0 = no limit."""
+
     def channel(self, name: str) -> ChannelSettings | None:
         for c in self.channels:
             if c.name == name:
@@ -77,6 +146,19 @@ class GatewaySettings(BaseModel):
 
     def url(self) -> str:
         return self.public_url or f"http://{self.host}:{self.port}"
+
+    def host_names(self) -> list[str]:
+        """Every Host the gateway answers to (see ``allowed_hosts``); ``["*"]`` = any."""
+        if "*" in self.allowed_hosts:
+            return ["*"]
+        names = ["127.0.0.1", "localhost", "[::1]"]
+        if self.host not in ("", "0.0.0.0", "::", "[::]"):
+            names.append(f"[{self.host}]" if ":" in self.host else self.host)
+        if self.public_url:
+            netloc = urlsplit(self.public_url).netloc.rpartition("@")[2]
+            if netloc:
+                names.append(netloc)
+        return [*names, *self.allowed_hosts]
 
 
 class Settings(ServiceSettings):
