@@ -17,8 +17,8 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import httpx2
 from mcp.client import Client
@@ -47,6 +47,17 @@ __all__ = ["ScopedMcpClient"]
 log = logging.getLogger(__name__)
 
 _MAX_ERROR_CHARS = 500
+OFF_LOOP_CHARS = 256 * 1024
+"""Results longer than this (characters) are checked in a worker thread, off the event loop."""
+TOO_SLOW_MESSAGE = (
+    "This result was withheld: it took too long to check. Narrow the query (a namespace, a label "
+    "selector, a name, fewer lines) — your namespaces: {scope}."
+)
+UNCHECKED_MESSAGE = (
+    "This result was withheld: it could not be checked. Narrow the query (a namespace, a label "
+    "selector, a name, fewer lines) — your namespaces: {scope}."
+)
+_T = TypeVar("_T")
 _CLUSTER_WIDE = Scope(frozenset(), cluster_wide=True)
 _GLOBAL_RULE = ToolRule(namespace_args=(), namespace_list_args=(), namespaced=False, fan_out=False)
 
@@ -306,7 +317,12 @@ class ScopedMcpClient:
             answers = await asyncio.gather(
                 *(self._send(client, tool, {**sent, prep.namespace_arg: ns}, limit) for ns in prep.fan_out)
             )
-            text, failure = _merge(list(zip(prep.fan_out, answers, strict=True)))
+            parts = list(zip(prep.fan_out, answers, strict=True))
+            merged = await _off_loop(sum(len(a[0]) for a in answers), self.server.filter_timeout, _merge, parts)
+            if isinstance(merged, _Unchecked):
+                return res("withheld", error=merged.message.format(scope=self.scope.describe()),
+                           reason=merged.code, calls=calls)
+            text, failure = merged
         else:
             text, failure = await self._send(client, tool, sent, limit)
         if failure is not None:
@@ -322,15 +338,13 @@ class ScopedMcpClient:
         # A self-authorized server scoped the call to the caller's own identity, so its text may
         # pass; its structured results are still filtered (defence in depth).
         pinned = prep.pinned or self.server.self_authorized
-        outcome = filter_result(text, scope, pinned=pinned, max_bytes=self.server.filter_bytes)
+        outcome = await self._filter(text, scope, pinned)
         if outcome.unresolved_ips:
             resolver = self.resolver or current_resolver()
             if resolver is not None:
                 ips = await _resolve(resolver, self.cluster, sorted(outcome.unresolved_ips))
                 if ips:
-                    outcome = filter_result(
-                        text, scope, pinned=pinned, max_bytes=self.server.filter_bytes, ips=ips
-                    )
+                    outcome = await self._filter(text, scope, pinned, ips)
         if outcome.outcome == "withheld":
             return res("withheld", error=outcome.reason, reason=_withheld_code(outcome), calls=calls)
         shown, cut = cap_text(outcome.text, self.max_result_chars)
@@ -338,6 +352,19 @@ class ScopedMcpClient:
             "ok", data=outcome.data, text=shown, removed=outcome.removed, redacted=outcome.redacted,
             cut=cut, calls=calls,
         )
+
+    async def _filter(
+        self, text: str, scope: Scope, pinned: bool, ips: Mapping[str, str] | None = None
+    ) -> FilterOutcome:
+        """``filter_result``; for a result over ``OFF_LOOP_CHARS`` in a worker thread, waited for
+        at most ``filter_timeout`` seconds. Not checked in time, or not at all: withheld."""
+        outcome = await _off_loop(
+            len(text), self.server.filter_timeout, filter_result, text, scope,
+            pinned=pinned, max_bytes=self.server.filter_bytes, ips=ips,
+        )
+        if isinstance(outcome, _Unchecked):
+            return FilterOutcome("withheld", None, 0, outcome.message.format(scope=self.scope.describe()))
+        return outcome
 
     async def _send(
         self, client: Client, tool: str, args: dict[str, Any], limit: float
@@ -387,7 +414,7 @@ def _text_of(raw: Any) -> str:
         # filter judges each item (joined as text it would only be judged as a whole).
         try:
             return json.dumps([json.loads(p) for p in parts])
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or too deep to re-encode: joined as text
             pass
     text = "\n".join(parts)
     if not text and raw.structured_content is not None:
@@ -404,9 +431,38 @@ async def _resolve(resolver: IpResolver, cluster: str, ips: list[str]) -> dict[s
     return {str(k): str(v) for k, v in (got or {}).items() if v}
 
 
+@dataclasses.dataclass(frozen=True)
+class _Unchecked:
+    """A result that was not checked (in time, or at all): the caller withholds it."""
+
+    code: str
+    message: str
+
+
+async def _off_loop(size: int, wait: float, fn: Callable[..., _T], *args: Any, **kw: Any) -> _T | _Unchecked:
+    """``fn(*args, **kw)``: on the event loop when ``size`` is at most ``OFF_LOOP_CHARS``, else in a
+    worker thread waited for at most ``wait`` seconds. ``_Unchecked`` when it took longer or
+    raised. A thread cannot be stopped: the parser's limits bound its work, the timeout only how
+    long the caller waits."""
+    try:
+        if size <= OFF_LOOP_CHARS:
+            return fn(*args, **kw)
+        return await asyncio.wait_for(asyncio.to_thread(fn, *args, **kw), wait)
+    except TimeoutError:
+        log.warning("checking a tool result took longer than %gs; withheld", wait, extra={"chars": size})
+        return _Unchecked("too_slow", TOO_SLOW_MESSAGE)
+    except Exception as exc:  # the filter promises never to raise; if it does, fail closed
+        log.error("checking a tool result failed (%s); withheld", type(exc).__name__, extra={"chars": size})
+        return _Unchecked("unchecked", UNCHECKED_MESSAGE)
+
+
 def _withheld_code(outcome: FilterOutcome) -> str:
     if outcome.unresolved_ips:
         return "unresolved_ips"
+    if outcome.reason.startswith(TOO_SLOW_MESSAGE[:40]):
+        return "too_slow"
+    if outcome.reason.startswith(UNCHECKED_MESSAGE[:40]):
+        return "unchecked"
     if outcome.reason.startswith("This result was withheld: it is larger"):
         return "too_large"
     if outcome.structured:
