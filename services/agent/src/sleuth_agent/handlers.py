@@ -3,6 +3,7 @@ publish the result once (keyed by job id), audit the outcome (counts only)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -21,12 +22,14 @@ from sleuth_agent.metrics import Metrics
 from sleuth_agent.rca import investigate
 from sleuth_agent.settings import Settings
 from sleuth_common.audit import tool_call_event
+from sleuth_common.channels import intersect_scopes, member_entries, member_requesters
 from sleuth_common.identity import IdentityError, IdentityVerifier
 from sleuth_common.mcp import ToolAuditEvent, bus_resolver, use_resolver
 from sleuth_common.messages import (
     InvestigationJob,
     InvestigationResult,
     JobProgress,
+    Requester,
     ScopeReply,
     ScopeRequest,
 )
@@ -106,6 +109,8 @@ class JobHandler:
             return "the identity does not match the requester"
         if who.job and who.job != job.id:
             return "the identity belongs to another request"
+        if set(who.members) != set(member_entries(job.audience)):
+            return "the identity names other readers than the request"
         if self.redis is not None and who.assertion_id:
             key = f"{self.settings.prefix}:agent:assertion:{who.assertion_id}"
             ttl = max(1, int(who.expires_at - time.time()) + 60)
@@ -118,7 +123,14 @@ class JobHandler:
         return ""
 
     async def resolve_scope(self, job: InvestigationJob) -> ScopeReply:
-        req = ScopeRequest(user=job.requester.user, groups=job.requester.groups)
+        """The requester's scope; for a post several people read (``job.audience``), the
+        intersection with every member's (``sleuth_common.channels``)."""
+        who = [job.requester, *member_requesters(job.audience)]
+        replies = await asyncio.gather(*(self._scope_of(r) for r in who))
+        return replies[0] if len(replies) == 1 else intersect_scopes(replies)
+
+    async def _scope_of(self, who: Requester) -> ScopeReply:
+        req = ScopeRequest(user=who.user, groups=who.groups)
         try:
             msg = await self.nc.request(
                 self.subjects.authz_scope, req.to_bytes(), timeout=self.settings.authz.request_timeout

@@ -6,33 +6,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sleuth_common.channels import ChannelSettings
 from sleuth_common.config import ServiceSettings
 
 __all__ = ["ChannelSettings", "GatewaySettings", "Settings"]
-
-
-class ChannelSettings(BaseModel):
-    """A named web-chat channel beside each person's private conversation (alert answers land here).
-
-    ``members`` entries: ``user:NAME``, ``group:NAME``, or a bare ``NAME`` matching a user name or
-    one of the user's groups (as authenticated from their token). Only members read or post.
-    """
-
-    model_config = ConfigDict(extra="ignore")
-
-    name: str
-    """Channel name (``team-a-alerts``); the alert route's ``channel``."""
-    members: list[str] = Field(default_factory=list)
-    """Who may read and post: users and groups (see above)."""
-
-    def admits(self, user: str, groups: tuple[str, ...]) -> bool:
-        for entry in self.members:
-            kind, _, name = entry.partition(":") if ":" in entry else ("", "", entry)
-            if kind in ("", "user") and name == user:
-                return True
-            if kind in ("", "group") and name in groups:
-                return True
-        return False
 
 
 class GatewaySettings(BaseModel):

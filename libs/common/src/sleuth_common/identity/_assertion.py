@@ -62,6 +62,9 @@ class Identity:
     issuer: str = ""
     expires_at: float = 0.0
     assertion_id: str = field(default="", compare=False)
+    members: tuple[str, ...] = ()
+    """For a post read by several people (a channel): every member (``user:NAME`` /
+    ``group:NAME``), whose access the answer must fit (the intersection of their scopes)."""
 
 
 def key_id(public_key: Ed25519PublicKey) -> str:
@@ -160,8 +163,10 @@ class IdentitySigner:
         job: str = "",
         ttl: float | None = None,
         now: float | None = None,
+        members: Iterable[str] = (),
     ) -> str:
-        """A signed assertion that ``user`` (with ``groups``) is acting, for ``audience`` only."""
+        """A signed assertion that ``user`` (with ``groups``) is acting, for ``audience`` only;
+        ``members``: everyone who will read the answer (a channel)."""
         user, grp = _check_identity(user, groups)
         if not audience:
             raise IdentityError("an assertion needs an audience")
@@ -178,6 +183,8 @@ class IdentitySigner:
             "exp": int(issued + life) + 1,
             "jti": secrets.token_hex(8),
         }
+        if mem := sorted(set(members)):
+            claims["mem"] = mem
         return jwt.encode(claims, self._key, algorithm=_ALGORITHM, headers={"kid": self.kid})
 
 
@@ -259,6 +266,9 @@ class IdentityVerifier:
         if not isinstance(groups, list):
             raise IdentityError("the assertion's groups are not a list")
         user, grp = _check_identity(claims.get("sub"), groups)  # type: ignore[arg-type]
+        members = claims.get("mem", [])
+        if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+            raise IdentityError("the assertion's members are not a list of names")
         return Identity(
             user=user,
             groups=grp,
@@ -267,4 +277,5 @@ class IdentityVerifier:
             issuer=str(claims["iss"]),
             expires_at=float(claims["exp"]),
             assertion_id=str(claims.get("jti") or ""),
+            members=tuple(members),
         )

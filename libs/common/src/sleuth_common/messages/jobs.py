@@ -75,6 +75,10 @@ class InvestigationJob(Message):
     review: bool = False
     reply_subject: str = ""
     chat_target: str = ""
+    audience: tuple[str, ...] = ()
+    """Everyone who will read the answer when it goes where several people read it (a channel):
+    member entries (``user:NAME`` / ``group:NAME``). The agent investigates with the intersection
+    of the requester's and every member's scope; the signed ``identity`` names the same members."""
     identity: str = Field(default="", repr=False)
     """A signed assertion of ``requester`` (``sleuth_common.identity``, audience ``sleuth-agent``)
     from the component that authenticated them: authz-cache for a person's login, alerts for a
