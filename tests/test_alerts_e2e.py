@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from sleuth.embedded.stack import Stack, StackPorts, StackSpec
 from tests.snapshot_names import tenant_names
@@ -81,8 +82,21 @@ def crash_looping(pod: str, namespace: str, group_key: str = "g1") -> dict[str, 
     }
 
 
-def post_alert(stack: Stack, body: dict[str, Any]) -> httpx.Response:
-    return httpx.post(f"{stack.alerts_url}/v1/alertmanager/team-a", json=body, timeout=10)
+def alerts_token(stack: Stack) -> str:
+    """The demo route's bearer token: the stack puts it in the services' environment under the
+    route's ``token_env``."""
+    config = yaml.safe_load(stack.config_path.read_text())
+    (route,) = [r for r in config["alerts"]["routes"] if r["name"] == "team-a"]
+    return stack.spec.extra_env[route["token_env"]]
+
+
+def post_alert(stack: Stack, body: dict[str, Any], token: str | None = None) -> httpx.Response:
+    return httpx.post(
+        f"{stack.alerts_url}/v1/alertmanager/team-a",
+        json=body,
+        headers={"Authorization": f"Bearer {token or alerts_token(stack)}"},
+        timeout=10,
+    )
 
 
 def channel(stack: Stack) -> list[dict[str, Any]]:
@@ -114,6 +128,7 @@ def test_a_crash_looping_pod_gets_one_grounded_answer_in_the_channel(
     stack: Stack, demo_snapshot: Path
 ) -> None:
     body = crash_looping("checkout-api-7d9f8c6b5d-x2k4p", "team-a")
+    assert post_alert(stack, body, token="not-the-token").status_code == 401
     r = post_alert(stack, body)
     assert r.status_code == 200 and r.json()["alerts"] == 1, r.text
     (msg,) = wait_for_messages(stack, 1)
@@ -150,3 +165,12 @@ def test_a_team_b_alert_on_alices_route_is_reported_without_team_b_names(
     assert "outside" in text and "alice" in text and "demo" in text
     leaked = sorted(n for n in team_b if n in json.dumps(channel(stack)))
     assert not leaked, f"team-b names leaked into team-a-alerts: {leaked}"
+
+
+def test_no_service_was_refused_anything_on_the_bus(stack: Stack) -> None:
+    """Runs last: every subject the services used above is in their NATS permissions
+    (sleuth.embedded.access). nats-server logs a "Violation" for any publish, subscription or
+    login it refused."""
+    refused = [line for line in (stack.logs / "nats.log").read_text(errors="replace").splitlines()
+               if "Violation" in line]
+    assert not refused, "\n".join(refused[:10])

@@ -33,6 +33,31 @@ from sleuth_common.subjects import Subjects
 
 SCOPES = {"alice": {"demo": ("team-a",)}, "bob": {"demo": ("team-b",)}}
 
+# Routes and the tokens Alertmanager sends them (set in the environment by ``start_alerts``).
+# ``open`` names no token_env: closed while ``alerts.require_token`` is on (the default).
+TOKENS = {
+    "TEST_ALERTS_TOKEN_A": "tok-team-a",
+    "TEST_ALERTS_TOKEN": "s3cret",
+    "TEST_ALERTS_TOKEN_NOBODY": "tok-nobody",
+}
+ROUTES: list[dict[str, Any]] = [
+    {
+        "name": "team-a",
+        "channel": "team-a-alerts",
+        "token_env": "TEST_ALERTS_TOKEN_A",
+        "run_as": {"user": "alice", "groups": ["team-a"]},
+    },
+    {
+        "name": "secured",
+        "channel": "ops",
+        "token_env": "TEST_ALERTS_TOKEN",
+        "run_as": {"user": "alice", "groups": ["team-a"]},
+    },
+    {"name": "nobody", "channel": "lost", "token_env": "TEST_ALERTS_TOKEN_NOBODY"},
+    {"name": "open", "channel": "open-alerts", "run_as": {"user": "alice", "groups": ["team-a"]}},
+]
+AUTO = "<the route's token>"
+
 
 def payload(*alerts: dict[str, Any], status: str = "firing") -> dict[str, Any]:
     return {
@@ -171,31 +196,23 @@ class Running:
     bus: Bus
     client: httpx.AsyncClient
 
-    async def post(self, route: str, body: Any, token: str | None = None) -> httpx.Response:
+    async def post(self, route: str, body: Any, token: str | None = AUTO) -> httpx.Response:
+        """POST ``body`` as JSON with the route's bearer token (``token=None``: none; a string: that one)."""
+        if token == AUTO:
+            env = next((r.get("token_env", "") for r in ROUTES if r["name"] == route), "")
+            token = TOKENS.get(env)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return await self.client.post(f"/v1/alertmanager/{route}", json=body, headers=headers)
 
 
 def make_settings(nats_url: str, redis_url: str, **alerts: Any) -> Settings:
-    routes = alerts.pop(
-        "routes",
-        [
-            {"name": "team-a", "channel": "team-a-alerts", "run_as": {"user": "alice", "groups": ["team-a"]}},
-            {
-                "name": "secured",
-                "channel": "ops",
-                "token_env": "TEST_ALERTS_TOKEN",
-                "run_as": {"user": "alice", "groups": ["team-a"]},
-            },
-            {"name": "nobody", "channel": "lost"},
-        ],
-    )
+    routes = alerts.pop("routes", ROUTES)
     return Settings(
         prefix="sleuth",
         nats={"url": nats_url, "connect_timeout": 2.0},
         redis={"url": redis_url, "timeout": 1.0},
         authz={"request_timeout": 1.0},
-        clusters=[{"name": "demo", "aliases": ["dev"]}],
+        clusters=[{"name": "demo", "aliases": ["dev"]}, {"name": "prod-1"}],
         alerts={
             "port": free_port(),
             "window": 0.4,
@@ -211,7 +228,8 @@ def make_settings(nats_url: str, redis_url: str, **alerts: Any) -> Settings:
 def start_alerts(
     nats_server: NatsServer, valkey: ValkeyServer, monkeypatch: pytest.MonkeyPatch
 ) -> Callable[..., Any]:
-    monkeypatch.setenv("TEST_ALERTS_TOKEN", "s3cret")
+    for env, value in TOKENS.items():
+        monkeypatch.setenv(env, value)
 
     @asynccontextmanager
     async def _start(*, answer: bool = True, **alerts: Any) -> AsyncIterator[Running]:

@@ -18,11 +18,15 @@ async def test_webhook_refuses_what_it_cannot_store_safely(start_alerts):
     async with start_alerts() as s:
         r = await s.post("nope", payload(alert()))
         assert r.status_code == 404 and "unknown alert route" in r.json()["error"]
-        assert (await s.post("secured", payload(alert()))).status_code == 401
+        assert (await s.post("secured", payload(alert()), token=None)).status_code == 401
         assert (await s.post("secured", payload(alert()), token="wrong")).status_code == 401
         assert (await s.post("secured", payload(alert()), token="s3cret")).status_code == 200
 
-        r = await s.client.post("/v1/alertmanager/team-a", content=b"{not json")
+        r = await s.client.post(
+            "/v1/alertmanager/team-a",
+            content=b"{not json",
+            headers={"Authorization": "Bearer tok-team-a", "Content-Type": "application/json"},
+        )
         assert r.status_code == 400 and "malformed JSON" in r.json()["error"]
         r = await s.post("team-a", {**payload(alert()), "version": "3"})
         assert r.status_code == 400 and "version" in r.json()["error"]
@@ -36,6 +40,8 @@ async def test_webhook_refuses_what_it_cannot_store_safely(start_alerts):
             "status": "stored",
             "route": "team-a",
             "alerts": 1,
+            "accepted": 1,
+            "dropped": 0,
             "duplicate": False,
         }
         # Alertmanager retrying the same notification is stored once.
@@ -76,7 +82,6 @@ async def test_one_window_one_investigation_per_cluster_and_cooldown(start_alert
         assert "oom_killed" in demo.text and "E01" in demo.text
         outside = by_cluster["prod-1"].text
         assert "outside **alice**" in outside and "frontend" not in outside
-        assert "no cluster named prod-1" in outside
 
         # The same alerts again within the cooldown: ride along, nothing new, nothing posted.
         again = payload(alert(), alert(pod="payments-worker-5c6d7e8f9a-mt4zq"), alert(pod="new-pod-1"))
@@ -96,7 +101,7 @@ async def test_max_per_window_lists_the_rest(start_alerts):
         await s.post("team-a", payload(*(alert(pod=f"api-{i}") for i in range(5))))
         (post,) = await s.bus.wait_posts(1)
         assert len(s.bus.jobs[0].alerts) == 2
-        assert "over `max_per_window`, 3" in post.text and "api-4" in post.text
+        assert "over `max_per_window`, 3" in post.text and "api\\-4" in post.text
 
 
 async def test_unanswered_batch_is_reported_once(start_alerts):

@@ -12,7 +12,7 @@ import pytest
 from redis.asyncio import Redis
 
 from sleuth_alerts.store import Store
-from sleuth_alerts.triage import cluster_of, question, skip_reason
+from sleuth_alerts.triage import UNKNOWN_CLUSTER, cluster_of, question, skip_reason
 from sleuth_common.config import ClusterSettings
 from sleuth_common.messages import AlertmanagerAlert, AlertRef
 
@@ -116,7 +116,8 @@ def test_what_is_skipped(case: Case) -> None:
 def test_cluster_labels_map_to_configured_names_and_the_question_names_the_targets() -> None:
     clusters = [ClusterSettings(name="demo", aliases=["dev"])]
     assert cluster_of({"cluster": "DEV"}, ["cluster"], clusters) == "demo"
-    assert cluster_of({"k8s_cluster": "prod-1"}, ["cluster", "k8s_cluster"], clusters) == "prod-1"
+    assert cluster_of({"k8s_cluster": "prod-1"}, ["cluster", "k8s_cluster"], clusters) == UNKNOWN_CLUSTER
+    assert cluster_of({"k8s_cluster": "prod-1"}, ["cluster", "k8s_cluster"], [*clusters, ClusterSettings(name="prod-1")]) == "prod-1"
     assert cluster_of({}, ["cluster"], clusters) == ""
     one = question("demo", [ref("checkout-api-7d9f8c6b5d-x2k4p")])
     assert one == (

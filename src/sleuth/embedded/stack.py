@@ -254,12 +254,19 @@ class Stack:
 
     def _demo_routes(self) -> list[dict[str, Any]]:
         """Route ``team-a`` → channel ``team-a-alerts``, investigating as alice with her groups.
-        No token_env: it accepts unauthenticated posts on loopback (the service warns)."""
+        Its bearer token (the alerts service requires one on every route) is made once per stack
+        and reaches the services' environment through ``spec.extra_env`` under the route's
+        ``token_env`` (a value already there is kept); the banner prints it."""
         alice = self.users.get("alice")
         if not alice:
             return []
+        import secrets
+
+        token_env = "SLEUTH_DEMO_ALERTS_TOKEN"
+        self.spec.extra_env.setdefault(token_env, secrets.token_urlsafe(24))
         groups = list(alice.get("groups") or [])
-        return [{"name": "team-a", "channel": "team-a-alerts", "run_as": {"user": "alice", "groups": groups}}]
+        return [{"name": "team-a", "channel": "team-a-alerts", "token_env": token_env,
+                 "run_as": {"user": "alice", "groups": groups}}]
 
     def _demo_channels(self) -> list[dict[str, Any]]:
         """``team-a-alerts``: alice, her groups and the platform admins (carol)."""
@@ -356,6 +363,19 @@ class Stack:
             "",
             "Try:  curl -s -H 'Authorization: Bearer " + users.get("alice", "<token>") + "' "
             f"-d '{{\"query\": \"what is failing in team-a?\"}}' {self.gateway_url}/v1/query",
+        ]
+        routes = self._demo_routes()
+        if routes:
+            alert = json.dumps({"version": "4", "status": "firing", "alerts": [{"status": "firing", "labels": {
+                "alertname": "KubePodCrashLooping", "cluster": self.cluster_name, "namespace": "team-a",
+                "pod": "checkout-api-7d9f8c6b5d-x2k4p", "severity": "warning"}}]})
+            lines += [
+                "",
+                "Alert (the route's bearer token; answered in #team-a-alerts a window later):",
+                "  curl -s -H 'Authorization: Bearer " + self.spec.extra_env.get(routes[0]["token_env"], "<token>")
+                + f"' -H 'Content-Type: application/json' -d '{alert}' {self.alerts_url}/v1/alertmanager/team-a",
+            ]
+        lines += [
             "",
             "Ctrl-C stops everything.",
         ]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,8 +18,6 @@ from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
 from sleuth_alerts.batcher import Batcher
 from sleuth_alerts.bus import ensure_streams
@@ -29,6 +26,7 @@ from sleuth_alerts.metrics import Metrics
 from sleuth_alerts.settings import Settings
 from sleuth_alerts.store import Store
 from sleuth_alerts.webhook import webhook_app
+from sleuth_common.connect import nats_broker, redis_client
 from sleuth_common.subjects import Subjects
 
 __all__ = ["Alerts", "build", "create_app"]
@@ -57,14 +55,23 @@ class Alerts:
         connected = bool(self.nc and self.nc.is_connected)
         return {"ok": connected, "nats": "ok" if connected else "down"}
 
-    def warn_about_open_routes(self) -> None:
-        for route in self.settings.alerts.routes:
-            if not route.token_env:
+    def log_route_access(self) -> None:
+        """Say at start which routes refuse every post, and which accept anyone's."""
+        cfg = self.settings.alerts
+        for route in cfg.routes:
+            if not route.token_env and cfg.require_token:
                 log.warning(
-                    "alert route %r has no token_env: anyone who can reach %s:%d may post alerts to it",
+                    "alert route %r is closed: it names no token_env and alerts.require_token is on, "
+                    "so every post to it gets 401",
                     route.name,
-                    self.settings.alerts.host,
-                    self.settings.alerts.port,
+                )
+            elif not route.token_env:
+                log.warning(
+                    "alert route %r accepts unauthenticated posts (no token_env, alerts.require_token "
+                    "is off): anyone who can reach %s:%d may post alerts to it",
+                    route.name,
+                    cfg.host,
+                    cfg.port,
                 )
             elif route.token() is None:
                 log.warning(
@@ -81,19 +88,21 @@ class Alerts:
                 )
 
     async def start(self) -> None:
-        self.warn_about_open_routes()
+        self.log_route_access()
         subjects = Subjects(self.settings.prefix)
         self.nc = await self.broker.connect()
         self.js = self.nc.jetstream(timeout=self.settings.alerts.publish_timeout)
         await ensure_streams(self.js, subjects)
-        store = Store(self.redis, self.settings.prefix, state_ttl=self.settings.alerts.state_ttl)
+        cfg = self.settings.alerts
+        store = Store(
+            self.redis, self.settings.prefix, batch_ttl=cfg.batch_ttl(), posted_ttl=cfg.batch_retention_margin
+        )
         self.batcher = Batcher(self.nc, store, self.settings, self.metrics, clock=self.clock)
         await self.batcher.start()
         commands = ChannelCommands(store, self.settings, self.clock)
         self._sub = await self.nc.subscribe(
             subjects.alerts_channels_all, queue="alerts", cb=commands.on_request
         )
-        cfg = self.settings.alerts
         config = uvicorn.Config(
             webhook_app(self.settings, self.metrics, lambda: self.js, self.status),
             host=cfg.host,
@@ -122,19 +131,14 @@ class Alerts:
 
 def build(settings: Settings, *, clock: Callable[[], float] = time.time) -> Alerts:
     """Build without connecting anything."""
-    broker = NatsBroker(
-        settings.nats.url.split(","),
-        connect_timeout=math.ceil(settings.nats.connect_timeout),
+    broker = nats_broker(
+        settings.nats,
+        name="sleuth-alerts",
         max_reconnect_attempts=-1,
         drain_timeout=2,
         log_level=logging.DEBUG,
     )
-    redis = Redis.from_url(
-        settings.redis.url,
-        socket_timeout=settings.redis.timeout,
-        socket_connect_timeout=settings.redis.timeout,
-        retry=Retry(NoBackoff(), 1),
-    )
+    redis = redis_client(settings.redis)
     alerts = Alerts(settings, FastStream(broker), broker, Metrics(), redis, clock=clock)
     alerts.app.after_startup(alerts.start)
     alerts.app.on_shutdown(alerts.stop)

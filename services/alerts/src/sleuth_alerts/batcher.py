@@ -1,9 +1,13 @@
 """From stored webhook payloads to one posted answer per (channel, cluster) window.
 
 - **ingest**: a durable pull consumer on ``sleuth.alerts.ingest`` takes each payload, skips
-  Watchdog / resolved / low-severity alerts and puts the rest in their window in Redis (new,
-  in cooldown, or a duplicate), then acks. A crash before the ack redelivers the payload, and
-  putting it in again changes nothing.
+  Watchdog / resolved / low-severity alerts and puts the first ``max_alerts_per_request`` of the
+  rest in their window in Redis (new, in cooldown, or a duplicate; past ``max_stored_per_window``
+  only counted), each trimmed to ``max_alert_bytes``; alerts past the per-request cap are
+  counted in their window. Then it acks. A crash before the ack redelivers the payload, and
+  putting it in again changes nothing (the left-out counts aside).
+- **windows** are per (channel, configured cluster): an alert naming no configured cluster goes
+  to the channel's one "unknown cluster" window, which is posted as a count, never investigated.
 - **tick**: windows past their closing time become batches (atomically, in Redis); batches
   wait for one of ``concurrency`` slots; each is investigated as the channel marker (``alerts
   on``) or the route's identity, resolved fresh: its scope decides which alerts may be shown
@@ -38,9 +42,19 @@ from redis.exceptions import RedisError
 from sleuth_alerts import compose
 from sleuth_alerts.bus import publish_post
 from sleuth_alerts.metrics import Metrics
+from sleuth_alerts.payload import PayloadError, parse_payload
 from sleuth_alerts.settings import Settings
 from sleuth_alerts.store import Batch, Store
-from sleuth_alerts.triage import alert_ref, cluster_of, fingerprint, in_scope, question, skip_reason
+from sleuth_alerts.triage import (
+    UNKNOWN_CLUSTER,
+    alert_ref,
+    cluster_label,
+    cluster_of,
+    fingerprint,
+    in_scope,
+    question,
+    skip_reason,
+)
 from sleuth_common.messages import (
     AlertmanagerWebhook,
     AlertRef,
@@ -71,10 +85,11 @@ def post_id(batch_id: str) -> str:
     return f"alert-{batch_id}"
 
 
-def decode_payload(data: bytes, headers: dict[str, str] | None) -> AlertmanagerWebhook:
+def decode_payload(data: bytes, headers: dict[str, str] | None, *, max_depth: int = 32) -> AlertmanagerWebhook:
+    """A payload from the ALERTS stream (the webhook checked it; this is the same parser)."""
     if (headers or {}).get(ENCODING_HEADER) == "zlib":
         data = zlib.decompress(data)
-    return AlertmanagerWebhook.model_validate_json(data)
+    return parse_payload(data, max_depth=max_depth)
 
 
 class Batcher:
@@ -167,8 +182,8 @@ class Batcher:
     async def _on_ingest(self, msg: Msg) -> None:
         route = (msg.headers or {}).get(ROUTE_HEADER, "")
         try:
-            payload = decode_payload(msg.data, msg.headers)
-        except (ValidationError, ValueError, zlib.error) as exc:
+            payload = decode_payload(msg.data, msg.headers, max_depth=self.cfg.max_json_depth)
+        except (PayloadError, ValueError, zlib.error) as exc:
             log.error("dropped a malformed alert payload from route %s: %s", route, exc)
             await msg.term()
             return
@@ -182,25 +197,47 @@ class Batcher:
         if route is None:
             log.warning("alerts for unknown route %r dropped (was it removed from the config?)", route_name)
             return counts
-        now = self.clock()
-        for alert in payload.alerts:
+        now, cfg = self.clock(), self.cfg
+        left_out: dict[str, int] = {}  # cluster → alerts past max_alerts_per_request
+        for index, alert in enumerate(payload.alerts):
             skipped = skip_reason(
                 alert,
-                skip_alertnames=self.cfg.skip_alertnames,
-                severities=self.cfg.severities,
-                min_severity=self.cfg.min_severity,
+                skip_alertnames=cfg.skip_alertnames,
+                severities=cfg.severities,
+                min_severity=cfg.min_severity,
             )
             disp: str
             if skipped is not None:
                 disp = skipped
             else:
-                cluster = cluster_of(alert.labels, self.cfg.cluster_labels, self.settings.clusters)
-                ref = alert_ref(alert, fingerprint(alert))
-                disp = await self.store.add(
-                    route.target, cluster, ref, now=now, window=self.cfg.window, cooldown=self.cfg.cooldown
-                )
+                cluster = cluster_of(alert.labels, cfg.cluster_labels, self.settings.clusters)
+                if index >= cfg.max_alerts_per_request:
+                    left_out[cluster] = left_out.get(cluster, 0) + 1
+                    disp = "over_request"
+                else:
+                    ref = alert_ref(
+                        alert, fingerprint(alert), max_bytes=cfg.max_alert_bytes, cluster_labels=cfg.cluster_labels
+                    )
+                    disp = await self.store.add(
+                        route.target,
+                        cluster,
+                        ref,
+                        now=now,
+                        window=cfg.window,
+                        cooldown=cfg.cooldown,
+                        max_stored=cfg.max_stored_per_window,
+                    )
+                    if disp == "queued" and cluster == UNKNOWN_CLUSTER:
+                        disp = "unknown_cluster"
             counts[disp] = counts.get(disp, 0) + 1
             self.metrics.received.labels(disp).inc()
+        for cluster, n in left_out.items():
+            await self.store.left_out(route.target, cluster, n, now=now, window=cfg.window)
+        if left_out:
+            log.info(
+                "alerts over max_alerts_per_request counted, not stored",
+                extra={"route": route_name, "alerts": sum(left_out.values())},
+            )
         return counts
 
     # ------------------------------------------------------------------ windows → jobs
@@ -242,7 +279,17 @@ class Batcher:
     async def _start_batch(self, batch_id: str) -> None:
         batch = await self.store.batch(batch_id)
         if batch is None or batch.state != "closed":
+            if batch is None:
+                log.warning("alert batch expired before an investigation slot was free", extra={"batch": batch_id})
             await self.store.posted(batch_id)  # expired or already handled: drop from the queue
+            return
+        if not batch.new:
+            await self._post(batch, compose.nothing_stored(batch.cluster, len(batch.ctx)), "left_out")
+            return
+        if batch.cluster == UNKNOWN_CLUSTER:
+            values = sorted({cluster_label(a.labels, self.cfg.cluster_labels) for a in batch.new} - {""})
+            text = compose.unknown_clusters(batch.new, len(batch.ctx), values[:5], more=max(len(values) - 5, 0))
+            await self._post(batch, text, "unknown_cluster")
             return
         who, marked_by = await self._identity(batch.target)
         if who is None:
@@ -263,14 +310,7 @@ class Batcher:
         hidden = len(batch.new) - len(visible)
         known = {c.name for c in self.settings.clusters}
         if not visible:
-            text = compose.outside_access(
-                batch.cluster,
-                hidden,
-                len(ctx),
-                run_as=who.user,
-                marked_by=marked_by,
-                unknown_cluster=bool(batch.cluster) and batch.cluster not in known,
-            )
+            text = compose.outside_access(batch.cluster, hidden, len(ctx), run_as=who.user, marked_by=marked_by)
             await self._post(batch, text, "outside_access")
             return
         asked = visible[: self.cfg.max_per_window]
@@ -349,6 +389,14 @@ class Batcher:
     async def _post(self, batch: Batch, text: str, outcome: str, **meta: str) -> None:
         if await self.store.is_posted(batch.id):
             return
+        note = compose.left_out(
+            batch.over_request,
+            batch.over_window,
+            per_request=self.cfg.max_alerts_per_request,
+            per_window=self.cfg.max_stored_per_window,
+        )
+        if note:
+            text = f"{text.rstrip()}\n\n{note}\n"
         post = ChatPost(
             id=post_id(batch.id),
             target=batch.target,

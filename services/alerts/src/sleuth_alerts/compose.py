@@ -1,23 +1,44 @@
-"""The messages the bot posts in an alert channel (Markdown)."""
+"""The messages the bot posts in an alert channel (Markdown).
+
+Every string an alert carries (labels, annotations) goes through ``text.plain``: one line of
+escaped text, never Markdown structure. Only the bot's own words and the agent's answer are
+Markdown.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sleuth_alerts.text import plain
+from sleuth_alerts.triage import UNKNOWN_CLUSTER
 from sleuth_common.messages import AlertRef, InvestigationResult
 
-__all__ = ["access_note", "answer", "listing", "not_finished", "outside_access"]
+__all__ = [
+    "access_note",
+    "answer",
+    "left_out",
+    "listing",
+    "no_identity",
+    "not_finished",
+    "nothing_stored",
+    "outside_access",
+    "unknown_clusters",
+]
 
 _MAX_LISTED = 50
+_NAME = 120  # characters of a label value shown
+_SUMMARY = 200  # characters of a summary or description shown
 
 
 def _where(cluster: str) -> str:
-    return f"cluster **{cluster}**" if cluster else "alerts without a cluster label"
+    if cluster == UNKNOWN_CLUSTER:
+        return "clusters Sleuth does not know"
+    return f"cluster **{plain(cluster, _NAME)}**" if cluster else "alerts without a cluster label"
 
 
 def _line(alert: AlertRef) -> str:
     labels = alert.labels
-    parts = [f"**{labels.get('alertname', 'alert')}**"]
+    parts = [f"**{plain(labels.get('alertname', 'alert'), _NAME)}**"]
     for key in (
         "pod",
         "deployment",
@@ -29,16 +50,16 @@ def _line(alert: AlertRef) -> str:
         "persistentvolumeclaim",
     ):
         if labels.get(key):
-            parts.append(f"{key} `{labels[key]}`")
+            parts.append(f"{key} {plain(labels[key], _NAME)}")
             break
     if labels.get("namespace"):
-        parts.append(f"in `{labels['namespace']}`")
+        parts.append(f"in {plain(labels['namespace'], _NAME)}")
     if labels.get("severity"):
-        parts.append(f"({labels['severity']})")
-    summary = alert.annotations.get("summary") or alert.annotations.get("description") or ""
+        parts.append(f"({plain(labels['severity'], 40)})")
+    summary = plain(alert.annotations.get("summary") or alert.annotations.get("description") or "", _SUMMARY)
     text = " ".join(parts)
     if summary:
-        text += f" — {summary[:200]}"
+        text += f" — {summary}"
     return f"- {text}"
 
 
@@ -52,10 +73,10 @@ def listing(alerts: Sequence[AlertRef], *, limit: int = _MAX_LISTED) -> str:
 def access_note(run_as: str, marked_by: str) -> str:
     if marked_by:
         return (
-            f"Investigated with **{run_as}**'s access (they said `alerts on` here): everyone in this "
-            "channel sees what they can see."
+            f"Investigated with **{plain(run_as, _NAME)}**'s access (they said `alerts on` here): "
+            "everyone in this channel sees what they can see."
         )
-    return f"Investigated with the access of **{run_as}** (this alert route's identity)."
+    return f"Investigated with the access of **{plain(run_as, _NAME)}** (this alert route's identity)."
 
 
 def _header(cluster: str, new: int, ctx: int, hidden: int) -> str:
@@ -114,23 +135,59 @@ def answer(
     return "\n".join(parts).strip() + "\n"
 
 
-def outside_access(
-    cluster: str, hidden: int, ctx: int, *, run_as: str, marked_by: str, unknown_cluster: bool = False
-) -> str:
+def outside_access(cluster: str, hidden: int, ctx: int, *, run_as: str, marked_by: str) -> str:
     """Every new alert concerns something the identity cannot read: say so without naming it."""
-    who = f"**{run_as}**" + (" (who said `alerts on` here)" if marked_by else " (this route's identity)")
+    who = f"**{plain(run_as, _NAME)}**" + (
+        " (who said `alerts on` here)" if marked_by else " (this route's identity)"
+    )
     return (
         f"{_header(cluster, hidden, ctx, 0)}\n\n"
         f"{'This alert is' if hidden == 1 else f'These {hidden} alerts are'} about namespaces or objects "
         f"outside {who}'s access, so Sleuth did not investigate and does not show "
         f"{'it' if hidden == 1 else 'them'} here. Someone with access to them can say `alerts on` in "
         "this channel, or route them to a channel of the team that owns them.\n"
-        + (
-            f"\nSleuth has no cluster named {cluster} in its configuration (`clusters`).\n"
-            if unknown_cluster
-            else ""
-        )
     )
+
+
+def unknown_clusters(alerts: Sequence[AlertRef], ctx: int, values: Sequence[str], *, more: int = 0) -> str:
+    """Alerts whose cluster label names no configured cluster: counted, not investigated, not
+    listed (nobody's access can be checked on a cluster Sleuth does not know)."""
+    n = len(alerts)
+    named = ", ".join(plain(v, 60) for v in values)
+    if more:
+        named += f" and {more} more"
+    return (
+        f"{_header(UNKNOWN_CLUSTER, n, ctx, 0)}\n\n"
+        f"{'1 alert names' if n == 1 else f'{n} alerts name'} a cluster that is not in Sleuth's "
+        f"configuration ({named}), so Sleuth did not investigate or show "
+        f"{'it' if n == 1 else 'them'}. If it is one of your clusters, add it or the label's value "
+        "as an alias to `clusters`.\n"
+    )
+
+
+def nothing_stored(cluster: str, ctx: int) -> str:
+    """A window that received only alerts over the limits (see ``left_out``)."""
+    return f"{_header(cluster, 0, ctx, 0)}\n\nNo alert of this window was stored.\n"
+
+
+def left_out(over_request: int, over_window: int, *, per_request: int, per_window: int) -> str:
+    """What the limits kept out of a window ("" when nothing was)."""
+
+    def some(n: int) -> str:
+        return "1 more alert was" if n == 1 else f"{n} more alerts were"
+
+    lines = []
+    if over_request:
+        lines.append(
+            f"⚠️ {some(over_request)} left out: their notification carried more than "
+            f"`max_alerts_per_request` ({per_request}) alerts."
+        )
+    if over_window:
+        lines.append(
+            f"⚠️ {some(over_window)} left out: this window already held `max_stored_per_window` "
+            f"({per_window}) alerts."
+        )
+    return "\n".join(lines)
 
 
 def no_identity(cluster: str, alerts: Sequence[AlertRef]) -> str:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from sleuth_alerts.triage import Disposition
 
 __all__ = ["Metrics"]
 
@@ -16,12 +20,20 @@ class Metrics:
             ["disposition"],
             registry=self.registry,
         )
-        for d in ("queued", "duplicate", "cooldown", "ignored", "resolved", "low_severity"):
+        for d in get_args(Disposition):
             self.received.labels(d)
         self.webhook = Counter(
             "sleuth_alerts_webhook_requests",
             "Webhook posts, by route and HTTP status",
             ["route", "status"],
+            registry=self.registry,
+        )
+        self.refused = Counter(
+            "sleuth_alerts_webhook_refused",
+            "Webhook posts refused, by route (\"unknown\" when not configured) and reason (host, "
+            "origin, unknown_route, token, no_token_configured, content_type, too_large, too_deep, "
+            "malformed_json, invalid_payload, unavailable)",
+            ["route", "reason"],
             registry=self.registry,
         )
         self.investigations = Counter(

@@ -37,7 +37,9 @@ class RouteSettings(_Group):
     """Path segment of the webhook URL (the Alertmanager receiver's ``webhook_configs.url``)."""
     token_env: str = ""
     """Environment variable holding the bearer token Alertmanager must send
-    (``http_config.authorization.credentials``). Empty = unauthenticated (warned at start-up)."""
+    (``http_config.authorization.credentials``). Empty = the route refuses every post with 401
+    while ``alerts.require_token`` is on (the default), or accepts unauthenticated posts when it is
+    off (warned at start-up)."""
     channel: str
     """Web-chat channel the answers go to (``team-a-alerts``), or a full chat target (``web:…``)."""
     run_as: RunAs | None = None
@@ -59,8 +61,31 @@ class AlertsSettings(_Group):
     """Port of the webhook server."""
     routes: list[RouteSettings] = Field(default_factory=list)
     """Alertmanager receivers and where their alerts go."""
+    require_token: bool = True
+    """Every route needs a bearer token: a route without ``token_env`` refuses every post with 401
+    (named at start-up). ``false`` lets such routes accept unauthenticated posts (demos only)."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """``Host`` header values the webhook answers (name, or name:port); anything else gets 400, so a
+    DNS-rebinding page cannot reach it. Empty = ``host``, ``localhost``, ``127.0.0.1`` and
+    ``[::1]``; list the names Alertmanager uses (``sleuth-alerts.monitoring.svc``) when ``host``
+    is ``0.0.0.0``. ``["*"]`` turns the check off."""
+    allowed_origins: list[str] = Field(default_factory=list)
+    """``Origin`` header values accepted (``https://host[:port]``). Alertmanager sends none, a
+    browser always does on a cross-site POST: a request with any other Origin gets 403."""
     max_body_bytes: int = 1024 * 1024
     """Largest webhook body accepted; larger ones get 413."""
+    max_json_depth: int = 32
+    """Deepest nesting of arrays and objects accepted in a body; deeper gets 400 (Alertmanager's
+    payload is 4 levels deep)."""
+    max_alerts_per_request: int = 200
+    """Alerts taken from one notification, in order; the rest are counted (in the webhook's answer,
+    the metrics and the channel post), not stored."""
+    max_stored_per_window: int = 500
+    """Alerts stored per (channel, cluster) window, new and in cooldown; the rest are counted and
+    reported in the window's post, not stored."""
+    max_alert_bytes: int = 4096
+    """Bytes of labels and annotations stored per alert (JSON-encoded). The alert name, namespace,
+    object, cluster and severity labels and the summary come first; what does not fit is cut."""
     publish_timeout: float = 5.0
     """Seconds to wait for JetStream to store a payload before answering 503 (Alertmanager retries)."""
     window: float = 60.0
@@ -76,7 +101,9 @@ class AlertsSettings(_Group):
     skip_alertnames: list[str] = Field(default_factory=lambda: ["Watchdog", "InfoInhibitor"])
     """Alerts that only prove the pipeline works; never investigated."""
     cluster_labels: list[str] = Field(default_factory=lambda: ["cluster", "k8s_cluster", "cluster_name"])
-    """Labels naming the cluster an alert is about (the first present wins)."""
+    """Labels naming the cluster an alert is about (the first present wins). Its value must be the
+    name or an alias of a configured cluster (``clusters``); alerts naming any other value share one
+    "unknown cluster" window per channel and are counted, not investigated."""
     concurrency: int = 4
     """Investigations (one per channel and cluster) running at the same time."""
     investigation_timeout: float = 120.0
@@ -91,8 +118,19 @@ class AlertsSettings(_Group):
     """Webhook payloads the batcher takes from the stream at once."""
     ack_wait: float = 30.0
     """Seconds JetStream waits for the batcher to ack a payload before redelivering it."""
-    state_ttl: float = 7 * 86400.0
-    """Seconds finished batches and marks' bookkeeping stay in Redis."""
+    batch_retention_margin: float = 3600.0
+    """A closed batch (its alerts) stays in Redis for ``window + investigation_timeout +
+    answer_grace`` plus this margin (time waiting for an investigation slot); once posted, only a
+    marker without alerts is kept, for this margin."""
+
+    def host_allowlist(self) -> list[str] | None:
+        """The ``Host`` values the webhook answers (``allowed_hosts`` or its default); None = any."""
+        names = self.allowed_hosts or [self.host, "localhost", "127.0.0.1", "[::1]"]
+        return None if "*" in names else names
+
+    def batch_ttl(self) -> float:
+        """Seconds a closed batch stays in Redis before it is posted."""
+        return self.window + self.investigation_timeout + self.answer_grace + self.batch_retention_margin
 
 
 class Settings(ServiceSettings):

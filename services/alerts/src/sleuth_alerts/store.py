@@ -6,11 +6,16 @@ pass a fake clock); Redis TTLs only collect garbage.
 
 Keys (``<p>`` = ``<prefix>:alerts``):
 - ``<p>:win:new:<window>`` / ``<p>:win:ctx:<window>`` hashes fingerprint → alert JSON: the new
-  alerts and the ones riding along in cooldown; ``<window>`` = ``<chat target>|<cluster>``;
+  alerts and the ones riding along in cooldown, together at most ``max_stored`` per window;
+  ``<window>`` = ``<chat target>|<cluster>``, the cluster a configured one, "" or
+  ``triage.UNKNOWN_CLUSTER``, so a sender cannot open more than (clusters + 2) per channel;
+- ``<p>:win:left:<window>`` hash ``over_request`` / ``over_window``: alerts counted, not stored;
 - ``<p>:due`` sorted set window → closing time;
 - ``<p>:cool:<target>:<fingerprint>`` → end of the cooldown;
 - ``<p>:mark:<target>`` hash user, groups (JSON), at: who said ``alerts on``;
-- ``<p>:batch:<id>`` hash: target, cluster, new / ctx (JSON lines), state, created …;
+- ``<p>:batch:<id>`` hash: target, cluster, new / ctx (JSON lines), over_request, over_window,
+  state, created …; expires ``batch_ttl`` after closing; once posted, the alerts are deleted and
+  the rest (the "posted" marker) expires ``posted_ttl`` later;
 - ``<p>:closed`` sorted set of batches waiting for an investigation slot (by closing time);
 - ``<p>:inflight`` sorted set of batches being investigated (by deadline).
 """
@@ -29,10 +34,17 @@ from sleuth_common.messages import AlertRef
 __all__ = ["Batch", "Mark", "Store"]
 
 _ADD = """
--- KEYS: win_new, win_ctx, due, cool ; ARGV: fp, alert, now, close_at, cool_until, cool_ttl_ms, window
+-- KEYS: win_new, win_ctx, due, cool, win_left
+-- ARGV: fp, alert, now, close_at, cool_until, cool_ttl_ms, window, max_stored
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
   return 'duplicate'
+end
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0
+   and redis.call('HLEN', KEYS[1]) + redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[8]) then
+  redis.call('HINCRBY', KEYS[5], 'over_window', 1)
+  redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[7])
+  return 'over_window'
 end
 local until_ = redis.call('GET', KEYS[4])
 local disp
@@ -48,17 +60,27 @@ redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[7])
 return disp
 """
 
+_LEFT_OUT = """
+-- KEYS: win_left, due ; ARGV: field, n, close_at, window
+redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[4])
+return 1
+"""
+
 _CLOSE = """
--- KEYS: win_new, win_ctx, due, batch, closed ; ARGV: window, now, batch_id, target, cluster, ttl_s
+-- KEYS: win_new, win_ctx, due, batch, closed, win_left ; ARGV: window, now, batch_id, target, cluster, ttl_s
 local at = redis.call('ZSCORE', KEYS[3], ARGV[1])
 if not at or tonumber(at) > tonumber(ARGV[2]) then return 0 end
 redis.call('ZREM', KEYS[3], ARGV[1])
 local new = redis.call('HVALS', KEYS[1])
 local ctx = redis.call('HVALS', KEYS[2])
-redis.call('DEL', KEYS[1], KEYS[2])
-if #new == 0 then return -1 end
+local over_request = tonumber(redis.call('HGET', KEYS[6], 'over_request') or '0')
+local over_window = tonumber(redis.call('HGET', KEYS[6], 'over_window') or '0')
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[6])
+if #new == 0 and over_request + over_window == 0 then return -1 end
 redis.call('HSET', KEYS[4], 'target', ARGV[4], 'cluster', ARGV[5], 'new', table.concat(new, '\\n'),
-           'ctx', table.concat(ctx, '\\n'), 'state', 'closed', 'created', ARGV[2])
+           'ctx', table.concat(ctx, '\\n'), 'over_request', over_request, 'over_window', over_window,
+           'state', 'closed', 'created', ARGV[2])
 redis.call('EXPIRE', KEYS[4], ARGV[6])
 redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3])
 return 1
@@ -84,6 +106,10 @@ class Batch:
     state: str = "closed"
     created: float = 0.0
     meta: dict[str, str] = field(default_factory=dict)
+    over_request: int = 0
+    """Alerts of this window left out by ``max_alerts_per_request`` (counted, not stored)."""
+    over_window: int = 0
+    """Alerts of this window left out by ``max_stored_per_window``."""
 
 
 def _s(value: Any) -> str:
@@ -99,11 +125,15 @@ def _alerts(blob: str) -> tuple[AlertRef, ...]:
 
 
 class Store:
-    def __init__(self, redis: Redis, prefix: str, *, state_ttl: float = 7 * 86400.0) -> None:
+    def __init__(
+        self, redis: Redis, prefix: str, *, batch_ttl: float = 3600.0, posted_ttl: float = 3600.0
+    ) -> None:
         self.redis = redis
         self.p = f"{prefix}:alerts"
-        self.state_ttl = int(state_ttl)
+        self.batch_ttl = max(int(batch_ttl), 1)
+        self.posted_ttl = max(int(posted_ttl), 1)
         self._add = redis.register_script(_ADD)
+        self._left_out = redis.register_script(_LEFT_OUT)
         self._close = redis.register_script(_CLOSE)
 
     # ------------------------------------------------------------------ windows
@@ -114,20 +144,49 @@ class Store:
     def _win_keys(self, window: str) -> tuple[str, str]:
         return f"{self.p}:win:new:{window}", f"{self.p}:win:ctx:{window}"
 
+    def _left_key(self, window: str) -> str:
+        return f"{self.p}:win:left:{window}"
+
     async def add(
-        self, target: str, cluster: str, alert: AlertRef, *, now: float, window: float, cooldown: float
+        self,
+        target: str,
+        cluster: str,
+        alert: AlertRef,
+        *,
+        now: float,
+        window: float,
+        cooldown: float,
+        max_stored: int = 500,
     ) -> str:
         """Put one alert in its open window: ``queued`` (new, cooldown starts), ``cooldown`` (rides
-        along as context) or ``duplicate`` (already in this window). Opens the window if needed."""
+        along as context), ``duplicate`` (already in this window) or ``over_window`` (the window
+        holds ``max_stored`` alerts: counted, not stored). Opens the window if needed."""
         win = self.window(target, cluster)
         new, ctx = self._win_keys(win)
         cool = f"{self.p}:cool:{target}:{alert.fingerprint}"
         ttl_ms = int(max(cooldown, 1.0) * 1000) + 60_000
         res = await self._add(
-            keys=[new, ctx, f"{self.p}:due", cool],
-            args=[alert.fingerprint, alert.model_dump_json(), now, now + window, now + cooldown, ttl_ms, win],
+            keys=[new, ctx, f"{self.p}:due", cool, self._left_key(win)],
+            args=[
+                alert.fingerprint,
+                alert.model_dump_json(),
+                now,
+                now + window,
+                now + cooldown,
+                ttl_ms,
+                win,
+                max_stored,
+            ],
         )
         return _s(res)
+
+    async def left_out(self, target: str, cluster: str, n: int, *, now: float, window: float) -> None:
+        """Count ``n`` alerts of this window left out by ``max_alerts_per_request`` (opens the
+        window if needed, so its post reports them)."""
+        win = self.window(target, cluster)
+        await self._left_out(
+            keys=[self._left_key(win), f"{self.p}:due"], args=["over_request", n, now + window, win]
+        )
 
     async def due_windows(self, now: float) -> list[str]:
         found = await self.redis.zrangebyscore(f"{self.p}:due", "-inf", now)
@@ -140,8 +199,15 @@ class Store:
         new, ctx = self._win_keys(window)
         batch_id = uuid.uuid4().hex
         res = await self._close(
-            keys=[new, ctx, f"{self.p}:due", f"{self.p}:batch:{batch_id}", f"{self.p}:closed"],
-            args=[window, now, batch_id, target, cluster, self.state_ttl],
+            keys=[
+                new,
+                ctx,
+                f"{self.p}:due",
+                f"{self.p}:batch:{batch_id}",
+                f"{self.p}:closed",
+                self._left_key(window),
+            ],
+            args=[window, now, batch_id, target, cluster, self.batch_ttl],
         )
         return batch_id if int(res) == 1 else None
 
@@ -174,6 +240,8 @@ class Store:
             state=d.get("state", ""),
             created=float(d.get("created", 0) or 0),
             meta=meta,
+            over_request=int(d.get("over_request", 0) or 0),
+            over_window=int(d.get("over_window", 0) or 0),
         )
 
     async def closed_batches(self, limit: int) -> list[str]:
@@ -201,12 +269,15 @@ class Store:
         await pipe.execute()
 
     async def posted(self, batch_id: str, **meta: str) -> bool:
-        """Mark the batch answered; False when it already was (the answer is not posted twice)."""
+        """Mark the batch answered; False when it already was (the answer is not posted twice).
+        Its alerts are deleted; the marker stays ``posted_ttl`` for a late or redelivered answer."""
         key = f"{self.p}:batch:{batch_id}"
         # HSETNX on a dedicated field makes "first answer wins" atomic across replicas.
         first = bool(await self.redis.hsetnx(key, "posted", "1"))
         pipe = self.redis.pipeline(transaction=True)
         pipe.hset(key, mapping={"state": "posted", **{f"meta.{k}": v for k, v in meta.items()}})
+        pipe.hdel(key, "new", "ctx", "meta.asked", "meta.over", "meta.ctx")
+        pipe.expire(key, self.posted_ttl)
         pipe.zrem(f"{self.p}:inflight", batch_id)
         pipe.zrem(f"{self.p}:closed", batch_id)
         await pipe.execute()

@@ -1,14 +1,16 @@
 """``POST /v1/alertmanager/{route}`` (Alertmanager webhook v4), ``/healthz``, ``/metrics``.
 
 A payload is acked 200 only after the ALERTS stream stored it; anything else is an error
-Alertmanager retries (5xx) or a caller's mistake it should not retry (4xx).
+Alertmanager retries (5xx) or a caller's mistake it should not retry (4xx). Before the body is
+read: ``Host`` allow-list (400), no foreign ``Origin`` (403), known route (404), the route's
+bearer token (401), ``application/json`` (415); then size (413), nesting depth and JSON (400).
+Every refusal is one line to the caller, a count in ``sleuth_alerts_webhook_refused_total`` and
+an INFO log line naming the reason, never the payload.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
-import json
 import logging
 import zlib
 from collections.abc import Callable
@@ -17,16 +19,16 @@ from typing import Any
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from sleuth_alerts.batcher import ENCODING_HEADER, ROUTE_HEADER
+from sleuth_alerts.guard import HostCheck, bearer_matches, is_json, origin_allowed
 from sleuth_alerts.metrics import Metrics
-from sleuth_alerts.settings import Settings
-from sleuth_common.messages import AlertmanagerWebhook
+from sleuth_alerts.payload import PayloadError, parse_payload
+from sleuth_alerts.settings import RouteSettings, Settings
 from sleuth_common.subjects import Subjects
 
 __all__ = ["webhook_app"]
@@ -35,14 +37,11 @@ log = logging.getLogger(__name__)
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, reason: str, message: str) -> None:
         super().__init__(message)
         self.status = status
+        self.reason = reason
         self.message = message
-
-
-def _problems(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()[:5])
 
 
 def webhook_app(
@@ -54,50 +53,53 @@ def webhook_app(
     cfg = settings.alerts
     subjects = Subjects(settings.prefix)
     limit = cfg.max_body_bytes
+    hosts = HostCheck(cfg.host_allowlist())
+
+    def check_headers(request: Request, route: RouteSettings | None, name: str) -> RouteSettings:
+        if not hosts.allows(request.headers.get("host", "")):
+            raise _Refused(400, "host", "this Host is not served here (alerts.allowed_hosts)")
+        if not origin_allowed(request.headers.get("origin"), cfg.allowed_origins):
+            raise _Refused(403, "origin", "cross-origin posts are refused (alerts.allowed_origins)")
+        if route is None:
+            raise _Refused(404, "unknown_route", f"unknown alert route {name[:64]!r}")
+        if route.token_env or cfg.require_token:
+            expected = route.token()
+            if expected is None:
+                reason = "no_token_configured" if not route.token_env else "token"
+                raise _Refused(401, reason, "a valid bearer token for this route is required")
+            if not bearer_matches(request.headers.get("authorization", ""), expected.get_secret_value()):
+                raise _Refused(401, "token", "a valid bearer token for this route is required")
+        if not is_json(request.headers.get("content-type", "")):
+            raise _Refused(415, "content_type", "the body must be application/json (Alertmanager's webhook)")
+        return route
 
     async def read_body(request: Request) -> bytes:
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
-            raise _Refused(413, f"the payload is larger than the limit of {limit} bytes")
+            raise _Refused(413, "too_large", f"the payload is larger than the limit of {limit} bytes")
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
-                raise _Refused(413, f"the payload is larger than the limit of {limit} bytes")
+                raise _Refused(413, "too_large", f"the payload is larger than the limit of {limit} bytes")
             chunks.append(chunk)
         return b"".join(chunks)
 
     async def receive(request: Request) -> Response:
         name = request.path_params["route"]
         route = settings.route(name)
+        label = name if route is not None else "unknown"
         code = 500
         try:
-            if route is None:
-                raise _Refused(404, f"unknown alert route {name!r}")
-            if route.token_env:
-                expected = route.token()
-                given = request.headers.get("authorization", "")
-                scheme, _, token = given.partition(" ")
-                if (
-                    expected is None
-                    or scheme.lower() != "bearer"
-                    or not hmac.compare_digest(token.strip().encode(), expected.get_secret_value().encode())
-                ):
-                    raise _Refused(401, "a valid bearer token for this route is required")
+            route = check_headers(request, route, name)
             body = await read_body(request)
             try:
-                json.loads(body)
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise _Refused(400, f"malformed JSON: {exc}") from exc
-            try:
-                payload = AlertmanagerWebhook.model_validate_json(body)
-            except ValidationError as exc:
-                raise _Refused(
-                    400, f"not an Alertmanager webhook payload (version 4): {_problems(exc)}"
-                ) from exc
+                payload = parse_payload(body, max_depth=cfg.max_json_depth)
+            except PayloadError as exc:
+                raise _Refused(400, exc.reason, exc.message) from exc
             ctx = js()
             if ctx is None:
-                raise _Refused(503, "not connected to NATS; try again shortly")
+                raise _Refused(503, "unavailable", "not connected to NATS; try again shortly")
             headers = {
                 ROUTE_HEADER: name,
                 "Nats-Msg-Id": hashlib.sha256(name.encode() + b"\0" + body).hexdigest(),
@@ -116,23 +118,41 @@ def webhook_app(
                     headers=headers,
                 )
             except (NatsError, TimeoutError) as exc:
-                raise _Refused(503, f"the alert could not be stored ({type(exc).__name__}); retry") from exc
+                raise _Refused(
+                    503, "unavailable", f"the alert could not be stored ({type(exc).__name__}); retry"
+                ) from exc
             code = 200
+            accepted = min(len(payload.alerts), cfg.max_alerts_per_request)
             return JSONResponse(
                 {
                     "status": "stored",
                     "route": name,
                     "alerts": len(payload.alerts),
+                    "accepted": accepted,
+                    "dropped": len(payload.alerts) - accepted,
                     "duplicate": bool(ack.duplicate),
                 }
             )
         except _Refused as exc:
             code = exc.status
-            if exc.status >= 500:
-                log.warning("webhook %s: %s", name, exc.message)
-            return JSONResponse({"error": exc.message}, status_code=exc.status)
+            metrics.refused.labels(label, exc.reason).inc()
+            client = request.client.host if request.client else "?"
+            log.log(
+                logging.WARNING if exc.status >= 500 else logging.INFO,
+                "webhook refused (%s, %d) on route %s from %s",
+                exc.reason,
+                exc.status,
+                label,
+                client,
+                extra={"route": label, "reason": exc.reason, "status": exc.status},
+            )
+            challenge = {"WWW-Authenticate": 'Bearer realm="sleuth-alerts"'} if exc.status == 401 else None
+            return JSONResponse({"error": exc.message}, status_code=exc.status, headers=challenge)
+        except Exception:  # the process edge: log with the traceback, answer one line
+            log.exception("webhook on route %s failed", label)
+            return JSONResponse({"error": "internal error; see the alerts service's log"}, status_code=500)
         finally:
-            metrics.webhook.labels(name if route is not None else "unknown", str(code)).inc()
+            metrics.webhook.labels(label, str(code)).inc()
 
     async def healthz(_request: Request) -> JSONResponse:
         body = status()
