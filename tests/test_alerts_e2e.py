@@ -167,6 +167,29 @@ def test_a_team_b_alert_on_alices_route_is_reported_without_team_b_names(
     assert not leaked, f"team-b names leaked into team-a-alerts: {leaked}"
 
 
+def test_an_admins_mark_never_widens_what_the_channel_sees(stack: Stack, demo_snapshot: Path) -> None:
+    """carol (cluster admin, a member through platform-admins) says ``alerts on`` in alice's
+    team channel; an alert about team-b then arrives on the route. The investigation reads as
+    carol, but the channel's answer fits every member (alice's team-a only): team-b is counted,
+    never named."""
+    r = httpx.post(
+        f"{stack.gateway_url}/v1/channels/team-a-alerts/messages",
+        json={"text": "alerts on"},
+        headers={"Authorization": f"Bearer {stack.token('carol')}"},
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    before = len(wait_for_messages(stack, 0))
+    team_b = tenant_names(demo_snapshot, "team-b")
+    pod = sorted(n for n in team_b if n.startswith("billing-api"))[0]
+    assert post_alert(stack, crash_looping(pod, "team-b", "g-mark")).status_code == 200
+    msgs = wait_for_messages(stack, before + 1)
+    text = msgs[-1]["text"]
+    assert "outside" in text, text
+    leaked = sorted(n for n in team_b if n in json.dumps(channel(stack)))
+    assert not leaked, f"team-b names reached team-a-alerts after carol's mark: {leaked}"
+
+
 def test_no_service_was_refused_anything_on_the_bus(stack: Stack) -> None:
     """Runs last: every subject the services used above is in their NATS permissions
     (sleuth.embedded.access). nats-server logs a "Violation" for any publish, subscription or

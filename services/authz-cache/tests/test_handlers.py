@@ -86,12 +86,22 @@ async def test_scope_per_cluster_from_reviews(settings_factory, fake_backend, de
     assert not alice.cached and not carol.cached
 
 
-async def test_empty_user_gets_an_empty_scope_without_reviews(settings_factory, fake_backend, dead_redis_url):
+async def test_nobody_gets_an_empty_scope_without_reviews(settings_factory, fake_backend, dead_redis_url):
     async with running(settings_factory(dead_redis_url), fake_backend) as bus:
-        reply = await bus.scope("", ("platform-admins",))
+        reply = await bus.scope("", ())
 
     assert reply.empty and reply.clusters == {} and not reply.errors
     assert sum(fake_backend.calls.values()) == 0
+
+
+async def test_a_group_alone_gets_what_membership_grants(settings_factory, fake_backend, dead_redis_url):
+    """A channel's ``group:`` member: what anyone in the group may read (reviews for the group)."""
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        admins = await bus.scope("", ("platform-admins",))
+        team = await bus.scope("", ("team-a",))
+
+    assert admins.clusters["demo"].cluster_wide
+    assert team.clusters["demo"].namespaces == ("team-a",) and not team.clusters["demo"].cluster_wide
 
 
 async def test_failed_cluster_is_left_out_and_named(settings_factory, fake_backend, dead_redis_url):

@@ -92,6 +92,7 @@ class Stack:
         self.sim_info: dict[str, Any] = {}
         self.config_path = self.state / "sleuth.yaml"
         self.identity_keys: dict[str, tuple[Path, Path]] = {}
+        self._routes: list[dict[str, Any]] = []
         # Bus and Redis passwords, new at every start; each service gets only its own.
         self.credentials = Credentials.generate(spec.nats_users)
 
@@ -265,8 +266,9 @@ class Stack:
         token_env = "SLEUTH_DEMO_ALERTS_TOKEN"
         self.spec.extra_env.setdefault(token_env, secrets.token_urlsafe(24))
         groups = list(alice.get("groups") or [])
-        return [{"name": "team-a", "channel": "team-a-alerts", "token_env": token_env,
-                 "run_as": {"user": "alice", "groups": groups}}]
+        self._routes = [{"name": "team-a", "channel": "team-a-alerts", "token_env": token_env,
+                         "run_as": {"user": "alice", "groups": groups}}]
+        return self._routes
 
     def _demo_channels(self) -> list[dict[str, Any]]:
         """``team-a-alerts``: alice, her groups and the platform admins (carol)."""
@@ -283,6 +285,11 @@ class Stack:
             env = {**self.credentials.service_env(user), **env}
         if user in IDENTITY_SIGNERS:  # its own signing key, nobody else's
             env = {**env, "SLEUTH_IDENTITY__SIGNING_KEY_FILE": str(self.identity_keys[IDENTITY_SIGNERS[user]][0])}
+        # Secrets only where they are used: the cluster review token for authz-cache, the alert
+        # routes' bearer tokens for alerts.
+        owners = {AUTHZ_TOKEN_ENV: "authz-cache",
+                  **{str(r["token_env"]): "alerts" for r in self._routes if r.get("token_env")}}
+        env = {k: v for k, v in env.items() if owners.get(k, user) == user}
         proc = ManagedProcess(
             name, [sys.executable, "-m", module, "--config", str(self.config_path), *(extra_args or [])],
             log_path=self.logs / f"{name}.log", env=env,

@@ -7,7 +7,8 @@ channel (``alerts on``) chooses whose identity reads the cluster, never widens w
 
 A member entry is ``user:NAME``, ``group:NAME`` or a bare ``NAME`` (a user or a group: both are
 intersected, the narrower wins). A group stands for the access membership in that group alone
-gives (a review for the group with no user name): every member of it has at least that.
+gives (a review for the group with no user name): every member of it has at least that. A user
+stands for their own bindings plus the groups Sleuth knows them by (see ``member_requesters``).
 """
 
 from __future__ import annotations
@@ -76,14 +77,20 @@ def member_entries(members: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def member_requesters(members: Iterable[str]) -> tuple[Requester, ...]:
-    """One identity per member whose scope must be resolved: a user as themselves (with no
-    groups: what their groups add is covered by the group entries), a group as the access it
-    alone gives."""
+def member_requesters(members: Iterable[str], known: Iterable[Requester] = ()) -> tuple[Requester, ...]:
+    """One identity per member whose scope must be resolved: a group as the access it alone
+    gives; a user with the groups Sleuth knows them by (``known``: the identity investigating,
+    e.g. the route's ``run_as``), else with none — groups come from the login, which Sleuth has
+    not seen for that user, so the user counts with their own bindings only (fail closed: list a
+    channel's groups as ``group:`` entries)."""
+    groups_of = {r.user: tuple(r.groups) for r in known if r.user}
     out = []
     for entry in member_entries(members):
         kind, _, name = entry.partition(":")
-        out.append(Requester(user=name) if kind == "user" else Requester(user="", groups=(name,)))
+        if kind == "user":
+            out.append(Requester(user=name, groups=groups_of.get(name, ())))
+        else:
+            out.append(Requester(user="", groups=(name,)))
     return tuple(out)
 
 

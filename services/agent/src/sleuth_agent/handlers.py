@@ -125,7 +125,7 @@ class JobHandler:
     async def resolve_scope(self, job: InvestigationJob) -> ScopeReply:
         """The requester's scope; for a post several people read (``job.audience``), the
         intersection with every member's (``sleuth_common.channels``)."""
-        who = [job.requester, *member_requesters(job.audience)]
+        who = [job.requester, *member_requesters(job.audience, known=(job.requester,))]
         replies = await asyncio.gather(*(self._scope_of(r) for r in who))
         return replies[0] if len(replies) == 1 else intersect_scopes(replies)
 

@@ -55,6 +55,8 @@ from sleuth_alerts.triage import (
     question,
     skip_reason,
 )
+from sleuth_common.channels import intersect_scopes, member_entries, member_requesters
+from sleuth_common.identity import IdentityError, signer_from_settings
 from sleuth_common.messages import (
     AlertmanagerWebhook,
     AlertRef,
@@ -64,12 +66,15 @@ from sleuth_common.messages import (
     Requester,
     ScopeReply,
     ScopeRequest,
+    web_channel,
 )
 from sleuth_common.subjects import Subjects
 
 __all__ = ["ROUTE_HEADER", "Batcher", "decode_payload", "post_id"]
 
 log = logging.getLogger(__name__)
+
+ALERTS_ISSUER = "sleuth-alerts"
 
 ROUTE_HEADER = "Sleuth-Route"
 ENCODING_HEADER = "Sleuth-Encoding"
@@ -110,6 +115,12 @@ class Batcher:
         self.metrics = metrics
         self.subjects = Subjects(settings.prefix)
         self.clock = clock
+        # Signs whom each alert investigation acts for, and who reads its answer (the agent
+        # trusts nothing else). A key that cannot be read fails the start.
+        self.signer = signer_from_settings(settings.identity, issuer=ALERTS_ISSUER, ttl=settings.identity.job_ttl)
+        if self.signer is None:
+            log.warning("alerts has no identity signing key (identity.signing_key_file): the agent "
+                        "will refuse every alert investigation")
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._subs: list[Any] = []
@@ -266,7 +277,19 @@ class Batcher:
                 return Requester(user=route.run_as.user, groups=tuple(route.run_as.groups)), ""
         return None, ""
 
-    async def _scope(self, who: Requester) -> ScopeReply:
+    def _members(self, target: str) -> tuple[str, ...]:
+        """Who reads ``target`` (member entries); () for a target with no configured members."""
+        name = web_channel(target)
+        channel = self.settings.gateway.channel(name) if name else None
+        return member_entries(channel.members) if channel is not None else ()
+
+    async def _scope(self, who: Requester, members: tuple[str, ...] = ()) -> ScopeReply:
+        """``who``'s scope narrowed to what every member of the channel may read: marking a
+        channel chooses whose identity reads the cluster, never widens what the channel sees."""
+        replies = [await self._scope_of(r) for r in (who, *member_requesters(members, known=(who,)))]
+        return replies[0] if len(replies) == 1 else intersect_scopes(replies)
+
+    async def _scope_of(self, who: Requester) -> ScopeReply:
         req = ScopeRequest(user=who.user, groups=who.groups)
         try:
             msg = await self.nc.request(
@@ -275,6 +298,16 @@ class Batcher:
             return ScopeReply.model_validate_json(msg.data)
         except (NatsTimeout, NoRespondersError, NatsError, TimeoutError, ValidationError) as exc:
             raise ScopeUnavailable(type(exc).__name__) from exc
+
+    def _assert(self, who: Requester, job_id: str, members: tuple[str, ...]) -> str:
+        if self.signer is None:
+            return ""
+        try:
+            return self.signer.mint(who.user, who.groups, audience=self.settings.identity.job_audience,
+                                    job=job_id, members=members)
+        except IdentityError as e:
+            log.warning("cannot sign the alert investigation's identity: %s", e, extra={"batch": job_id})
+            return ""
 
     async def _start_batch(self, batch_id: str) -> None:
         batch = await self.store.batch(batch_id)
@@ -295,8 +328,9 @@ class Batcher:
         if who is None:
             await self._post(batch, compose.no_identity(batch.cluster, batch.new), "no_identity")
             return
+        members = self._members(batch.target)
         try:
-            scope = await self._scope(who)
+            scope = await self._scope(who, members)
         except ScopeUnavailable as exc:
             if self.clock() - batch.created > self.cfg.investigation_timeout:
                 await self._post_not_finished(batch, "authorization stayed unavailable")
@@ -325,6 +359,8 @@ class Batcher:
             unattended=True,
             reply_subject=self.subjects.alerts_result(batch.id),
             chat_target=batch.target,
+            audience=members,
+            identity=self._assert(who, batch.id, members),
         )
         await self.js.publish(
             self.subjects.jobs_investigate,

@@ -6,6 +6,7 @@ import os
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from sleuth_common.channels import ChannelDirectory
 from sleuth_common.config import ServiceSettings
 
 __all__ = ["AlertsSettings", "RouteSettings", "RunAs", "Settings"]
@@ -135,6 +136,10 @@ class AlertsSettings(_Group):
 
 class Settings(ServiceSettings):
     alerts: AlertsSettings = Field(default_factory=AlertsSettings)
+    gateway: ChannelDirectory = Field(default_factory=ChannelDirectory)
+    """The channels and their members (the ``gateway.channels`` section of the shared file): an
+    alert answer posted in a channel fits every member's access (the intersection of their
+    scopes); alerts outside it are counted, never named."""
 
     def route(self, name: str) -> RouteSettings | None:
         for r in self.alerts.routes:

@@ -76,8 +76,9 @@ class AuthzService:
     async def scope(self, user: str, groups: Sequence[str]) -> ScopeOutcome:
         start = time.perf_counter()
         norm = normalize_groups(tuple(groups))
-        if not user:
-            # Nobody to ask about: an empty scope (Kubernetes would refuse such a review anyway).
+        if not user and not norm:
+            # Nobody to ask about: an empty scope (Kubernetes refuses a review naming neither).
+            # A group alone is a question of its own: what membership in it grants (channels).
             self._metrics.scope_requests.labels("miss").inc()
             return ScopeOutcome(ScopeReply(user=user, groups=norm), "miss", _ms(start))
         key = self._cache.scope_key(user, norm)
