@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import sys
 import time
 from dataclasses import dataclass, field
@@ -93,6 +94,7 @@ class Stack:
         self.config_path = self.state / "sleuth.yaml"
         self.identity_keys: dict[str, tuple[Path, Path]] = {}
         self._routes: list[dict[str, Any]] = []
+        self._cache_key = secrets.token_urlsafe(32)
         # Bus and Redis passwords, new at every start; each service gets only its own.
         self.credentials = Credentials.generate(spec.nats_users)
 
@@ -261,8 +263,6 @@ class Stack:
         alice = self.users.get("alice")
         if not alice:
             return []
-        import secrets
-
         token_env = "SLEUTH_DEMO_ALERTS_TOKEN"
         self.spec.extra_env.setdefault(token_env, secrets.token_urlsafe(24))
         groups = list(alice.get("groups") or [])
@@ -283,6 +283,8 @@ class Stack:
         user = "agent" if name.startswith("agent") else name
         if user in SERVICES:  # its own NATS and Redis login, nobody else's (kube-mcp uses neither)
             env = {**self.credentials.service_env(user), **env}
+        if user == "authz-cache":  # seals its Redis entries (one secret for all its replicas)
+            env = {**env, "SLEUTH_AUTHZ_CACHE_KEY": self._cache_key}
         if user in IDENTITY_SIGNERS:  # its own signing key, nobody else's
             env = {**env, "SLEUTH_IDENTITY__SIGNING_KEY_FILE": str(self.identity_keys[IDENTITY_SIGNERS[user]][0])}
         # Secrets only where they are used: the cluster review token for authz-cache, the alert

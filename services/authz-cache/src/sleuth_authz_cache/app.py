@@ -53,6 +53,7 @@ def build(settings: Settings, *, backend: AuthzBackend | None = None) -> AuthzCa
         ttl=settings.authz.cache_ttl,
         token_ttl=settings.authz_cache.token_cache_ttl,
         metrics=metrics,
+        secret=settings.authz_cache.cache_secret(),
     )
     if backend is None:
         backend = KubernetesBackend(settings.clusters, timeout=settings.authz.backend_timeout)

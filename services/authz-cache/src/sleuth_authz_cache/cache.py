@@ -11,6 +11,13 @@ In front of Redis sits a small per-process cache with a short TTL (``_LOCAL_TTL`
 most): a hot user's lookups cost no Redis round trip. ``invalidate`` reaches every replica (the
 invalidate subject is not a queue group), so each drops its own copy too.
 
+Every value carries an HMAC-SHA256 over the Redis key and the value (``v1.<mac>.<json>``), keyed
+with a secret only authz-cache replicas hold (``authz_cache.cache_key_env``): a value written by
+anyone else — a forged token entry that would log a made-up token in as an admin, or carol's
+scope copied under alice's key — fails the check and is ignored (counted as
+``cache_errors{op="forged"}``). Without a configured secret each process makes its own (safe;
+replicas then do not share cache entries).
+
 Every method fails open on the *cache only*: a Redis error is logged, counted, and reported as a
 miss (or a no-op); the caller then resolves from the backends. After an error Redis is skipped for
 a few seconds, so an unreachable Redis costs one timeout per window, not one per request.
@@ -19,8 +26,10 @@ a few seconds, so an unreachable Redis costs one timeout per window, not one per
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
+import secrets
 import time
 
 from redis.asyncio import Redis
@@ -49,7 +58,10 @@ def normalize_groups(groups: tuple[str, ...] | list[str]) -> tuple[str, ...]:
 
 
 class ScopeCache:
-    def __init__(self, redis: Redis, *, prefix: str, ttl: float, token_ttl: float, metrics: Metrics) -> None:
+    def __init__(
+        self, redis: Redis, *, prefix: str, ttl: float, token_ttl: float, metrics: Metrics, secret: bytes = b""
+    ) -> None:
+        self._secret = secret or secrets.token_bytes(32)
         self._redis = redis
         self._prefix = prefix
         self._ttl_ms = int(ttl * 1000)
@@ -58,6 +70,22 @@ class ScopeCache:
         self._skip_until = 0.0
         self._local_ttl = min(ttl, _LOCAL_TTL)
         self._local: dict[str, tuple[float, ScopeReply]] = {}
+
+    def _seal(self, key: str, value: str) -> str:
+        mac = hmac.new(self._secret, f"{key}\n{value}".encode(), hashlib.sha256).hexdigest()
+        return f"v1.{mac}.{value}"
+
+    def _open(self, key: str, raw: bytes | str) -> str | None:
+        """The value stored under ``key`` when its MAC verifies, else None (and counted)."""
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        version, _, rest = text.partition(".")
+        mac, _, value = rest.partition(".")
+        expected = hmac.new(self._secret, f"{key}\n{value}".encode(), hashlib.sha256).hexdigest()
+        if version != "v1" or not hmac.compare_digest(mac, expected):
+            self._metrics.cache_errors.labels("forged").inc()
+            log.warning("ignoring a cache entry that authz-cache did not write")
+            return None
+        return value
 
     def scope_key(self, user: str, groups: tuple[str, ...]) -> str:
         return f"{self._prefix}:authz:scope:{_h(user)}:{_h(chr(10).join(normalize_groups(groups)))}"
@@ -87,8 +115,11 @@ class ScopeCache:
             return None
         if raw is None:
             return None
+        value = self._open(key, raw)
+        if value is None:
+            return None
         try:
-            reply = ScopeReply.model_validate_json(raw)
+            reply = ScopeReply.model_validate_json(value)
         except ValueError:
             log.warning("discarding an unreadable cached scope")
             return None
@@ -111,7 +142,7 @@ class ScopeCache:
         user_key = self._user_key(user)
         try:
             async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.set(key, reply.model_dump_json(), px=self._ttl_ms)
+                pipe.set(key, self._seal(key, reply.model_dump_json()), px=self._ttl_ms)
                 pipe.sadd(user_key, key)
                 pipe.pexpire(user_key, self._ttl_ms)
                 await pipe.execute()
@@ -138,15 +169,19 @@ class ScopeCache:
     async def get_identity(self, token: str) -> TokenIdentity | None:
         if self._token_ttl_ms <= 0 or self._skipping():
             return None
+        key = self._token_key(token)
         try:
-            raw = await self._redis.get(self._token_key(token))
+            raw = await self._redis.get(key)
         except RedisError as e:
             self._failed("get", e)
             return None
         if raw is None:
             return None
+        value = self._open(key, raw)
+        if value is None:
+            return None
         try:
-            doc = json.loads(raw)
+            doc = json.loads(value)
             return TokenIdentity(True, str(doc["user"]), tuple(doc["groups"]))
         except (ValueError, KeyError, TypeError):
             return None
@@ -156,7 +191,8 @@ class ScopeCache:
             return
         doc = json.dumps({"user": identity.user, "groups": list(identity.groups)})
         try:
-            await self._redis.set(self._token_key(token), doc, px=self._token_ttl_ms)
+            key = self._token_key(token)
+            await self._redis.set(key, self._seal(key, doc), px=self._token_ttl_ms)
         except RedisError as e:
             self._failed("set", e)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from sleuth_common.config import ServiceSettings
@@ -24,6 +26,12 @@ class AuthzCacheSettings(BaseModel):
     """Largest ``sleuth.authz.inventory`` reply, in bytes; must stay under the NATS server's
     ``max_payload`` (1 MiB by default). A bigger inventory drops its least distinctive names first
     and says ``truncated``."""
+    cache_key_env: str = "SLEUTH_AUTHZ_CACHE_KEY"
+    """Environment variable holding the secret that seals cached entries in Redis (HMAC): give all
+    replicas the same one. Unset: each process makes its own (replicas then share no entries)."""
+
+    def cache_secret(self) -> bytes:
+        return os.environ.get(self.cache_key_env, "").encode() if self.cache_key_env else b""
 
 
 class Settings(ServiceSettings):
