@@ -1,14 +1,23 @@
-"""Properties of the result filter over random nested results shaped like real tool output
-(Kubernetes objects and lists, events — also in YAML with the capitalised keys of
-kubernetes-mcp-server —, flows with namespaces or IPs on both sides, aggregates keyed by
-namespace or ``ns/name``, ``Namespace`` objects, ``ns/name`` strings):
+"""Properties of the result filter over random hostile results shaped like real tool output:
+Kubernetes objects, events (also in YAML with kubernetes-mcp-server's capitalised keys), flows
+with namespaces or IPs on both sides, aggregates keyed by namespace or ``ns/name``, Namespace
+objects, and a foreign namespace in every carrier the filter knows (``ns``/``project``/``tenant``
+keys, namespaces as objects, ``Kind/ns/name`` ids, API paths, cluster DNS names, Table rows),
+records that name no namespace, Prometheus series with only a pod label, label-value lists,
+Nodes and PVs (cluster-scoped), Secrets, multi-line logs, JSON encoded in strings and MCP
+content — nested at random depths, inside envelopes (a List, a Prometheus response, MCP content,
+double-encoded JSON), from pinned and unpinned calls:
 
-- no foreign namespace and no foreign record's name survives (JSON and YAML alike);
-- no record that names only allowed namespaces is lost;
-- peer-shaped records are kept exactly when the caller owns a side.
+- no foreign namespace, no foreign record's token, no Secret value survives (JSON and YAML alike);
+- nothing that names no namespace survives from an unpinned call;
+- no record that is provably the caller's is lost; peer-shaped records are kept exactly when
+  the caller owns a side;
+- filter_result never raises.
 
-Every record carries a unique name token (``n00017x``) so survival can be checked on the output
-text. Thousands of examples run in a few seconds (``SLEUTH_HYPOTHESIS_EXAMPLES`` scales them).
+Every record carries a unique token (``n00017x``) so survival can be checked on the output text.
+A token is *visible* (must survive), *hidden* (must not) or neither, where the rules leave the
+outcome to the shape around it (the records inside an unattributed object: it may be an envelope
+or a record withheld whole). ``SLEUTH_HYPOTHESIS_EXAMPLES`` scales the number of examples.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -27,22 +36,31 @@ from sleuth_common.scope import Scope, filter_result
 ALLOWED = ["team-a", "shop"]
 FOREIGN = ["team-b", "kube-system", "secret-ns"]
 PEER_FOREIGN = ["partner-x"]  # the far side of a flow the caller owns: may be shown
-SCOPE = Scope.of(ALLOWED)
+SECRET_NS = "shop"  # where the caller may get secrets
 EXAMPLES = int(os.environ.get("SLEUTH_HYPOTHESIS_EXAMPLES", "1500"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Where a record sits: "allowed" = inside a record attributed to the caller (or a pinned call's
+# top level); "none" = an unpinned call's top level or an envelope there; "maybe" = inside an
+# unattributed record, which may be an envelope or withheld whole; "hidden" = inside a dropped one.
+Ctx = Literal["allowed", "none", "maybe", "hidden"]
 
 
 @dataclass
 class Doc:
     value: Any = None
-    visible: set[str] = field(default_factory=set)  # tokens that must survive
-    hidden: set[str] = field(default_factory=set)  # tokens that must not
+    visible: set[str] = field(default_factory=set)
+    hidden: set[str] = field(default_factory=set)
     ips: dict[str, str] = field(default_factory=dict)
+    inventory: dict[str, list[str]] = field(default_factory=lambda: {ns: [] for ns in ALLOWED + FOREIGN})
     counter: list[int] = field(default_factory=lambda: [0])
 
-    def token(self) -> str:
+    def token(self, ns: str | None = None) -> str:
         self.counter[0] += 1
-        return f"n{self.counter[0]:05d}x"
+        tok = f"n{self.counter[0]:05d}x"
+        if ns is not None:
+            self.inventory.setdefault(ns, []).append(tok)
+        return tok
 
     def ip(self, ns: str) -> str:
         n = len(self.ips) + 1
@@ -50,53 +68,91 @@ class Doc:
         self.ips[ip] = ns
         return ip
 
+    def owned(self, tok: str, ctx: Ctx, allowed: bool) -> Ctx:
+        """A record attributed by its own carrier: the context its children get."""
+        if ctx == "hidden" or not allowed:
+            self.hidden.add(tok)
+            return "hidden"
+        if ctx == "maybe":
+            return "maybe"
+        self.visible.add(tok)
+        return "allowed"
+
+    def unattributed(self, tok: str, ctx: Ctx) -> Ctx:
+        """A record that names no namespace: it shares the fate of where it sits."""
+        if ctx == "allowed":
+            self.visible.add(tok)
+            return "allowed"
+        if ctx in ("none", "hidden"):
+            self.hidden.add(tok)
+        return "hidden" if ctx == "hidden" else "maybe"
+
+    def never(self, *toks: str) -> None:
+        self.hidden.update(toks)
+
 
 namespaces = st.sampled_from(ALLOWED + FOREIGN)
+KINDS = ["k8s", "event", "yaml_event", "ref", "agg", "refmap", "flow", "ipflow", "nsobj", "plain", "scalar",
+         "weak", "nsobject", "kindref", "path", "dns", "table", "prom", "labels", "node", "pv", "secret", "log",
+         "json", "mcp", "bymap"]
 
 
 @st.composite
-def records(draw: st.DrawFn, doc: Doc, depth: int, hidden_above: bool) -> Any:
-    kind = draw(st.sampled_from(
-        ["k8s", "event", "yaml_event", "ref", "agg", "refmap", "flow", "ipflow", "nsobj", "plain", "scalar"]
-    ))
-    tok = doc.token()
+def records(draw: st.DrawFn, doc: Doc, depth: int, ctx: Ctx, pinned: bool) -> Any:
+    kind = draw(st.sampled_from(KINDS))
     ns = draw(namespaces)
-    foreign = ns in FOREIGN
+    allowed = ns in ALLOWED
 
-    def children(hidden: bool) -> list[Any]:
+    def children(sub: Ctx) -> list[Any]:
         if depth <= 0:
             return []
-        return draw(st.lists(records(doc, depth - 1, hidden), max_size=3))
-
-    def note(is_foreign: bool) -> None:
-        (doc.hidden if (is_foreign or hidden_above) else doc.visible).add(tok)
+        return draw(st.lists(records(doc, depth - 1, sub, pinned), max_size=3))
 
     if kind == "scalar":
-        return draw(st.sampled_from([1, True, None, "Running", "apps/v1", "text/plain", "/var/log"]))
+        return draw(st.sampled_from([1, True, None, 2.5]))
     if kind == "k8s":
-        note(foreign)
+        tok = doc.token(ns)
+        sub = doc.owned(tok, ctx, allowed)
         return {
             "apiVersion": "v1", "kind": draw(st.sampled_from(["Pod", "Service", "Deployment"])),
             "metadata": {"name": tok, "namespace": ns, "labels": {"app.kubernetes.io/name": tok},
                          "ownerReferences": [{"kind": "ReplicaSet", "name": f"{tok}-rs"}]},
-            "spec": {"containers": children(foreign or hidden_above), "image": "registry.k8s.io/x:v1"},
+            "spec": {"containers": children(sub), "image": "registry.k8s.io/x:v1"},
             "status": {"podIP": doc.ip(ns), "hostIP": "192.168.0.9", "phase": "Running"},
         }
     if kind == "event":
-        note(foreign)
-        return {"involvedObject": {"kind": "Pod", "namespace": ns, "name": tok},
-                "message": f"Back-off restarting {tok}", "count": 3}
+        tok = doc.token(ns)
+        doc.owned(tok, ctx, allowed)
+        return {"involvedObject": {"kind": "Pod", "namespace": ns, "name": tok}, "message": f"Back-off restarting {tok}"}
     if kind == "yaml_event":
-        note(foreign)
+        tok = doc.token(ns)
+        doc.owned(tok, ctx, allowed)
         return {"InvolvedObject": {"Kind": "Pod", "Name": tok}, "Namespace": ns, "Message": f"pulled {tok}"}
+    if kind in ("weak", "nsobject", "kindref", "path", "dns"):
+        tok = doc.token(ns)
+        doc.owned(tok, ctx, allowed)
+        if kind == "weak":
+            return {draw(st.sampled_from(["ns", "project", "tenant", "namespace_name", "k8s_namespace"])): ns, "id": tok}
+        if kind == "nsobject":
+            return {"namespace": {"name": ns}, "id": tok}
+        if kind == "kindref":
+            return {"id": f"{draw(st.sampled_from(['Pod', 'Deployment', 'Service']))}/{ns}/{tok}"}
+        if kind == "path":
+            return {"selfLink": f"/api/v1/namespaces/{ns}/pods/{tok}"}
+        return {"url": f"http://{tok}.{ns}.svc.cluster.local:8080/", "id": tok}
     if kind == "ref":
-        note(foreign)
+        tok = doc.token(ns)
+        if ctx == "maybe" and allowed:
+            return f"{ns}/{tok}"
+        (doc.visible if allowed and ctx != "hidden" else doc.hidden).add(tok)
         return f"{ns}/{tok}"
     if kind == "agg":
-        note(foreign)
+        tok = doc.token(ns)
+        doc.owned(tok, ctx, allowed)
         return {"by_namespace": {ns: {"pods": tok}}}
     if kind == "refmap":
-        note(foreign)
+        tok = doc.token(ns)
+        doc.owned(tok, ctx, allowed)
         return {"restarts": {f"{ns}/{tok}": 4}}
     if kind == "flow":
         owned = draw(st.booleans())
@@ -106,80 +162,159 @@ def records(draw: st.DrawFn, doc: Doc, depth: int, hidden_above: bool) -> Any:
                 src, dst = dst, src
         else:
             src, dst = draw(st.sampled_from(FOREIGN)), draw(st.sampled_from(FOREIGN))
-        note(not owned)
+        tok = doc.token()
+        doc.owned(tok, ctx, owned)
         return {"source": {"namespace": src, "pod": tok}, "destination": {"namespace": dst}, "bytes": 10}
     if kind == "ipflow":
         src, dst = draw(namespaces), draw(namespaces)
-        owned = src in ALLOWED or dst in ALLOWED  # the far side shows only as an IP
-        note(not owned)
+        tok = doc.token()
+        doc.owned(tok, ctx, src in ALLOWED or dst in ALLOWED)  # the far side shows only as an IP
         return {"src_ip": doc.ip(src), "dst_ip": doc.ip(dst), "flow": tok}
     if kind == "nsobj":
-        note(foreign)
+        tok = doc.token()
+        doc.owned(tok, ctx, allowed)
         return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "annotations": {"t": tok}}}
-    # plain: names no namespace; it shares the fate of its ancestors
-    note(False)
-    return {"name": tok, "items": children(hidden_above)}
+    if kind == "table":
+        tok = doc.token(ns)
+        row_ctx: Ctx = "none" if ctx in ("none", "allowed") else ctx  # the Table is an envelope
+        doc.owned(tok, row_ctx, allowed)
+        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
+                "columnDefinitions": [{"name": "Name", "type": "string"}, {"name": "Namespace", "type": "string"}],
+                "rows": [{"cells": [tok, ns, "Running"]}]}
+    if kind == "prom":
+        tok = doc.token()
+        doc.unattributed(tok, ctx)
+        return {"metric": {"__name__": "up", "pod": tok}, "value": [1700000000, "1"]}
+    if kind == "labels":
+        mine, theirs = doc.token(draw(st.sampled_from(ALLOWED))), doc.token(draw(st.sampled_from(FOREIGN)))
+        doc.unattributed(mine, ctx)
+        doc.never(theirs)
+        return {"data": [mine, theirs]}
+    if kind == "node":
+        tok = doc.token()
+        doc.never(tok)
+        ip = doc.ip(draw(st.sampled_from(ALLOWED)))  # a hostNetwork pod's IP: claims nothing
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": tok, "uid": "1"},
+                "status": {"addresses": [{"type": "InternalIP", "address": ip}], "nodeInfo": {"kubeletVersion": "v1"}}}
+    if kind == "pv":
+        tok = doc.token()
+        doc.never(tok)
+        return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": tok, "uid": "1"},
+                "spec": {"claimRef": {"namespace": draw(st.sampled_from(ALLOWED)), "name": "data"}}}
+    if kind == "secret":
+        tok, value = doc.token(ns), doc.token()
+        doc.owned(tok, ctx, ns == SECRET_NS)
+        doc.never(value)
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": ns, "name": tok},
+                "data": {"password": value}}
+    if kind == "log":
+        tok, mine, theirs = doc.token(ns), doc.token(ns), doc.token(draw(st.sampled_from(FOREIGN)))
+        doc.owned(tok, ctx, allowed)
+        doc.never(theirs)
+        if pinned:
+            doc.owned(mine, ctx, allowed)
+        else:
+            doc.never(mine)  # text from an unpinned call is withheld whole
+        return {"namespace": ns, "name": tok, "log": f"GET / 200 {mine}\nupstream {theirs} refused\n"}
+    if kind == "json":
+        tok = doc.token(ns)
+        sub = doc.owned(tok, ctx, allowed)
+        return {"namespace": ns, "name": tok, "result": json.dumps(children(sub))}
+    if kind == "mcp":
+        # MCP content: unattributed, holding a JSON document (an envelope where nothing attributes it)
+        return {"type": "text", "text": json.dumps(children(ctx))}
+    if kind == "bymap":
+        mine, theirs = doc.token(draw(st.sampled_from(ALLOWED))), doc.token(draw(st.sampled_from(FOREIGN)))
+        doc.owned(mine, ctx, True)  # a map of records is judged entry by entry
+        doc.never(theirs)
+        own_ns = next(n for n, toks in doc.inventory.items() if mine in toks)
+        other_ns = next(n for n, toks in doc.inventory.items() if theirs in toks)
+        return {mine: {"namespace": own_ns, "restarts": 1}, theirs: {"namespace": other_ns, "restarts": 2}}
+    # plain: names no namespace; it shares the fate of where it sits
+    tok = doc.token()
+    sub = doc.unattributed(tok, ctx)
+    return {"name": tok, "items": children(sub)}
 
 
 @st.composite
-def documents(draw: st.DrawFn) -> Doc:
+def documents(draw: st.DrawFn) -> tuple[Doc, bool]:
     doc = Doc()
-    doc.value = draw(st.lists(records(doc, 2, False), max_size=8))
-    if draw(st.booleans()):
-        doc.value = {"kind": "List", "items": doc.value}
-    return doc
+    pinned = draw(st.booleans())
+    top: Ctx = "allowed" if pinned else "none"
+    doc.value = draw(st.lists(records(doc, 3, top, pinned), max_size=8))
+    wrap = draw(st.sampled_from(["list", "List", "prometheus", "mcp", "double"]))
+    if wrap == "List":
+        doc.value = {"apiVersion": "v1", "kind": "List", "items": doc.value, "metadata": {"resourceVersion": "1"}}
+    elif wrap == "prometheus":
+        doc.value = {"status": "success", "data": {"resultType": "vector", "result": doc.value}}
+    elif wrap == "mcp":
+        doc.value = {"content": [{"type": "text", "text": json.dumps(doc.value)}]}
+    elif wrap == "double":
+        doc.value = json.dumps(doc.value)
+    return doc, pinned
 
 
-def _check(doc: Doc, text: str) -> None:
-    out = filter_result(text, SCOPE, ips=doc.ips)
-    assert out.outcome != "withheld", out.reason
+def _scope(doc: Doc) -> Scope:
+    return Scope.of(ALLOWED, secret_namespaces=[SECRET_NS], inventory=doc.inventory)
+
+
+def _check(doc: Doc, text: str, pinned: bool) -> None:
+    out = filter_result(text, _scope(doc), ips=doc.ips, pinned=pinned)
     shown = out.text
     for ns in FOREIGN:
         assert ns not in shown, f"{ns} leaked"
     for tok in doc.hidden:
-        assert tok not in shown, f"foreign record {tok} leaked"
+        assert tok not in shown, f"{tok} leaked"
     for tok in doc.visible:
-        assert tok in shown, f"allowed record {tok} lost"
-    assert (out.removed == 0) == (out.outcome == "kept")
+        assert tok in shown, f"the caller's {tok} lost ({out.reason})"
+    if doc.visible:
+        assert out.outcome != "withheld", out.reason
+    if out.outcome != "withheld":
+        assert (out.removed == 0) == (out.outcome == "kept")
 
 
 @SETTINGS
 @given(documents())
-def test_json_results(doc: Doc) -> None:
-    _check(doc, json.dumps(doc.value))
+def test_json_results(drawn: tuple[Doc, bool]) -> None:
+    doc, pinned = drawn
+    _check(doc, json.dumps(doc.value), pinned)
 
 
 @settings(max_examples=max(100, EXAMPLES // 3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents())
-def test_yaml_results(doc: Doc) -> None:
+def test_yaml_results(drawn: tuple[Doc, bool]) -> None:
+    doc, pinned = drawn
     body = yaml.safe_dump(doc.value, sort_keys=False)
     if isinstance(doc.value, list) and doc.value and any(isinstance(x, dict | list) for x in doc.value):
         body = "# The following events (YAML format) were found:\n" + body
-    out = filter_result(body, SCOPE, ips=doc.ips)
+    out = filter_result(body, _scope(doc), ips=doc.ips, pinned=pinned)
     if out.structured:
-        _check(doc, body)
-    else:  # a YAML document of scalars only is text, and unpinned text is withheld
-        assert out.outcome == "withheld"
+        _check(doc, body, pinned)
+    else:  # a YAML document of scalars only is text: withheld unless pinned, never a leak
+        assert out.outcome == "withheld" or pinned
+        for tok in doc.hidden:
+            assert tok not in out.text
 
 
 @settings(max_examples=300, deadline=None)
-@given(namespaces, st.sampled_from(["namespace", "Namespace", "targetNamespace"]))
+@given(namespaces, st.sampled_from(["namespace", "Namespace", "targetNamespace", "ns", "tenant"]))
 def test_foreign_top_level_document_is_withheld(ns: str, key: str) -> None:
-    out = filter_result(json.dumps({key: ns, "items": [{"name": "x"}]}), SCOPE)
+    out = filter_result(json.dumps({key: ns, "items": [{"name": "x"}]}), Scope.of(ALLOWED))
     assert (out.outcome == "withheld") == (ns in FOREIGN)
     if ns in FOREIGN:
         assert out.data is None and ns not in out.reason
 
 
-def test_unresolvable_ip_withholds_unless_a_side_is_owned() -> None:
+def test_unresolvable_ip_withholds_only_its_record() -> None:
     ips = {"10.0.0.1": "team-a", "10.0.0.2": "team-b"}
+    scope = Scope.of(ALLOWED)
     owned = [{"src": "10.0.0.1", "dst": "203.0.113.7"}]
-    out = filter_result(json.dumps(owned), SCOPE, ips=ips)
-    assert out.outcome == "kept"
+    assert filter_result(json.dumps(owned), scope, ips=ips).outcome == "kept"
     unknown = [{"src": "10.0.0.2", "dst": "203.0.113.7"}]
-    out = filter_result(json.dumps(unknown), SCOPE, ips=ips)
+    out = filter_result(json.dumps(unknown), scope, ips=ips)
     assert out.outcome == "withheld" and out.unresolved_ips == {"203.0.113.7"}
     assert "team-a" in out.reason and "team-b" not in out.reason
-    foreign = [{"src": "10.0.0.2", "dst": "10.0.0.2"}, {"ip": "10.0.0.1"}]
-    out = filter_result(json.dumps(foreign), SCOPE, ips=ips)
-    assert out.outcome == "filtered" and out.removed == 1
+    mixed = [{"src": "10.0.0.2", "dst": "203.0.113.7", "id": "u"}, {"ip": "10.0.0.1", "id": "mine"}]
+    out = filter_result(json.dumps(mixed), scope, ips=ips)
+    assert out.outcome == "filtered" and out.removed == 1 and out.unresolved_ips == {"203.0.113.7"}
+    assert [r["id"] for r in out.data] == ["mine"]

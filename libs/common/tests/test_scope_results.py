@@ -37,10 +37,15 @@ def test_kubernetes_metadata_and_involved_object() -> None:
 
 
 def test_nested_lists_at_any_depth() -> None:
+    # "n1" names no namespace: under the allowlist it is withheld (it used to be shown), while
+    # the team-a pod listed under it is the caller's and stays.
     doc = {"nodes": [{"name": "n1", "pods": [_pod("team-a", "a"), _pod("team-b", "b")]}]}
     out = filter_result(json.dumps(doc), ALICE)
-    assert out.removed == 1
+    assert out.outcome == "filtered" and out.removed == 2
     assert out.data["nodes"][0]["pods"] == [_pod("team-a", "a")]
+    assert "n1" not in out.text and "team-b" not in out.text
+    pinned = filter_result(json.dumps(doc), ALICE, pinned=True)
+    assert pinned.removed == 1 and pinned.data["nodes"][0]["name"] == "n1"
 
 
 def test_namespace_maps_lists_and_refs() -> None:
@@ -64,9 +69,15 @@ def test_top_level_foreign_document_is_withheld() -> None:
 
 
 def test_all_allowed_document_is_kept_untouched() -> None:
-    doc = {"items": [_pod("team-a", "a")], "namespaceSelector": {"matchLabels": {"x": "y"}}}
+    doc = {"namespace": "team-a", "items": [_pod("team-a", "a")], "namespaceSelector": {"matchLabels": {"x": "y"}}}
     out = filter_result(json.dumps(doc), ALICE)
     assert out.outcome == "kept" and out.removed == 0 and out.data == doc
+    # Without its own namespace the envelope's selector value is not attributable (the old
+    # filter showed it): withheld, the records it holds kept.
+    bare = {"items": [_pod("team-a", "a")], "namespaceSelector": {"matchLabels": {"x": "y"}}}
+    out = filter_result(json.dumps(bare), ALICE)
+    assert out.outcome == "filtered" and out.removed == 1 and out.data["items"] == [_pod("team-a", "a")]
+    assert out.data["namespaceSelector"]["matchLabels"]["x"] != "y"
 
 
 def test_unstructured_text() -> None:

@@ -8,50 +8,165 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from sleuth_common.scope._names import ForeignNames
+
 __all__ = [
     "CLUSTER_ADMIN_META_KEY",
+    "CLUSTER_SCOPED_KINDS",
     "FilterOutcome",
     "Refusal",
     "Scope",
     "ToolRule",
     "ToolRules",
+    "cluster_resource",
+    "resource_name",
 ]
 
 CLUSTER_ADMIN_META_KEY = "sleuth/cluster_admin_only"
 """``_meta`` key an MCP server sets on a tool that only cluster-wide callers may use."""
 
 
+# Cluster-scoped kinds and the plural resource name RBAC knows them by (``Scope.cluster_kinds``).
+CLUSTER_SCOPED_KINDS: Mapping[str, str] = {
+    "Namespace": "namespaces", "Project": "namespaces", "Node": "nodes",
+    "PersistentVolume": "persistentvolumes", "StorageClass": "storageclasses",
+    "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
+    "CustomResourceDefinition": "customresourcedefinitions", "IngressClass": "ingressclasses",
+    "PriorityClass": "priorityclasses", "RuntimeClass": "runtimeclasses", "CSIDriver": "csidrivers",
+    "CSINode": "csinodes", "VolumeAttachment": "volumeattachments", "APIService": "apiservices",
+    "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
+    "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+    "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+    "MutatingAdmissionPolicy": "mutatingadmissionpolicies",
+    "MutatingAdmissionPolicyBinding": "mutatingadmissionpolicybindings",
+    "CertificateSigningRequest": "certificatesigningrequests", "ComponentStatus": "componentstatuses",
+    "FlowSchema": "flowschemas", "PriorityLevelConfiguration": "prioritylevelconfigurations",
+    "PodSecurityPolicy": "podsecuritypolicies", "GatewayClass": "gatewayclasses",
+    "IPAddress": "ipaddresses", "ServiceCIDR": "servicecidrs", "ResourceSlice": "resourceslices",
+    "DeviceClass": "deviceclasses", "ClusterTrustBundle": "clustertrustbundles",
+    "VolumeSnapshotClass": "volumesnapshotclasses", "VolumeSnapshotContent": "volumesnapshotcontents",
+    "ClusterIssuer": "clusterissuers", "ClusterPolicy": "clusterpolicies",
+    "ClusterSecretStore": "clustersecretstores", "StorageVersionMigration": "storageversionmigrations",
+}
+
+
+def _plural(kind: str) -> str:
+    k = kind.lower()
+    if k.endswith(("s", "x", "ch", "sh")):
+        return k + "es"
+    if k.endswith("y") and k[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return k[:-1] + "ies"
+    return k + "s"
+
+
+_KIND_LOOKUP: dict[str, str] = {}
+for _kind, _res in CLUSTER_SCOPED_KINDS.items():
+    _KIND_LOOKUP[_kind] = _KIND_LOOKUP[_kind.lower()] = _KIND_LOOKUP[_res] = _res
+_KIND_LOOKUP.update({"pv": "persistentvolumes", "sc": "storageclasses", "crd": "customresourcedefinitions",
+                     "crds": "customresourcedefinitions", "pc": "priorityclasses", "csr": "certificatesigningrequests"})
+
+
+def cluster_resource(kind: str) -> str | None:
+    """The plural resource name of a cluster-scoped ``kind`` (``Node``, ``node``, ``nodes`` →
+    ``nodes``; any ``Cluster…`` kind counts), or None for a namespaced or unknown kind."""
+    got = _KIND_LOOKUP.get(kind)
+    if got is None and kind.startswith("Cluster") and kind[7:8].isupper():
+        return _plural(kind)
+    return got
+
+
+def resource_name(kind: str) -> str:
+    """The plural resource name for ``kind`` as given in ``Scope.cluster_kinds``: a known kind in
+    any spelling, a ``Kind`` pluralised, anything else taken as a plural already."""
+    k = kind.strip()
+    got = cluster_resource(k) or cluster_resource(k.lower())
+    if got is not None:
+        return got
+    return _plural(k) if k[:1].isupper() else k.lower()
+
+
 @dataclass(frozen=True)
 class Scope:
     """What one caller may read on one cluster: the namespaces where they may ``get pods``,
-    and ``cluster_wide`` when a cluster-scope check passed (then nothing is filtered)."""
+    and ``cluster_wide`` when a cluster-scope check passed (then nothing is filtered, only
+    redacted). ``cluster_kinds``: cluster-scoped resources the caller may list cluster-wide
+    (plural, lower case: ``nodes``, ``storageclasses``, ``persistentvolumes``, ``namespaces`` …).
+    ``secret_namespaces``: where the caller may ``get secrets``. ``foreign_names``: the index of
+    object names in other namespaces that kept text is scanned for (``ForeignNames``)."""
 
     namespaces: frozenset[str] = frozenset()
     cluster_wide: bool = False
+    cluster_kinds: frozenset[str] = frozenset()
+    secret_namespaces: frozenset[str] = frozenset()
+    foreign_names: ForeignNames | None = field(default=None, compare=False, hash=False, repr=False)
 
     def allows(self, namespace: str) -> bool:
         return self.cluster_wide or namespace in self.namespaces
+
+    def may_list(self, resource: str) -> bool:
+        """May the caller list this cluster-scoped resource (plural name) cluster-wide?"""
+        return self.cluster_wide or resource in self.cluster_kinds
+
+    def may_read_secrets(self, namespace: str) -> bool:
+        return self.cluster_wide or namespace in self.secret_namespaces
 
     @property
     def empty(self) -> bool:
         return not self.cluster_wide and not self.namespaces
 
     @classmethod
-    def of(cls, namespaces: Iterable[str] = (), cluster_wide: bool = False) -> Scope:
-        return cls(frozenset(namespaces), cluster_wide)
+    def of(
+        cls,
+        namespaces: Iterable[str] = (),
+        cluster_wide: bool = False,
+        *,
+        cluster_kinds: Iterable[str] = (),
+        secret_namespaces: Iterable[str] = (),
+        inventory: Mapping[str, Iterable[str]] | None = None,
+    ) -> Scope:
+        """A scope from plain values; ``inventory`` (``{namespace: [object names]}``, every
+        namespace of the cluster) builds ``foreign_names``."""
+        allowed = frozenset(namespaces)
+        names = ForeignNames.build(inventory, allowed) if inventory else None
+        return cls(allowed, cluster_wide, _resources(cluster_kinds), frozenset(secret_namespaces), names)
 
     @classmethod
     def from_cluster_scope(cls, cluster_scope: Any | None) -> Scope:
-        """From a ``sleuth_common.messages.ClusterScope`` (``None`` = nothing on that cluster)."""
+        """From a ``sleuth_common.messages.ClusterScope`` (``None`` = nothing on that cluster).
+        Reads ``cluster_kinds``, ``secret_namespaces`` and ``inventory`` when the message has them."""
         if cluster_scope is None:
             return cls()
-        return cls(frozenset(cluster_scope.namespaces), bool(cluster_scope.cluster_wide))
+        inventory = getattr(cluster_scope, "inventory", None)
+        return cls.of(
+            cluster_scope.namespaces,
+            bool(cluster_scope.cluster_wide),
+            cluster_kinds=getattr(cluster_scope, "cluster_kinds", None) or (),
+            secret_namespaces=getattr(cluster_scope, "secret_namespaces", None) or (),
+            inventory=inventory if isinstance(inventory, Mapping) else None,
+        )
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Scope:
-        """From the CLI's ``SCOPE.json`` (``{"namespaces": [...], "cluster_wide": false}``);
-        its ``ips`` map is read with ``ips_from_json``."""
-        return cls(frozenset(str(n) for n in data.get("namespaces") or ()), bool(data.get("cluster_wide")))
+        """From the CLI's ``SCOPE.json``: ``{"namespaces": [...], "cluster_wide": false,
+        "cluster_kinds": [...], "secret_namespaces": [...], "inventory": {ns: [names]}}`` (all but
+        ``namespaces`` optional); its ``ips`` map is read with ``ips_from_json``."""
+        inventory = data.get("inventory") or None
+        if inventory is not None and not (
+            isinstance(inventory, Mapping) and all(isinstance(v, list) for v in inventory.values())
+        ):
+            raise ValueError('"inventory" must be an object mapping namespaces to lists of names')
+        for key in ("cluster_kinds", "secret_namespaces"):
+            value = data.get(key)
+            if value is not None and not (isinstance(value, list) and all(isinstance(x, str) for x in value)):
+                raise ValueError(f'"{key}" must be a list of strings')
+        return cls.of(
+            (str(n) for n in data.get("namespaces") or ()),
+            bool(data.get("cluster_wide")),
+            cluster_kinds=data.get("cluster_kinds") or (),
+            secret_namespaces=data.get("secret_namespaces") or (),
+            inventory={str(k): [str(x) for x in v] for k, v in inventory.items()} if inventory else None,
+        )
 
     @staticmethod
     def ips_from_json(data: Mapping[str, Any]) -> dict[str, str]:
@@ -66,6 +181,10 @@ class Scope:
         if self.cluster_wide:
             return "the whole cluster"
         return ", ".join(sorted(self.namespaces)) or "no namespaces"
+
+
+def _resources(kinds: Iterable[str]) -> frozenset[str]:
+    return frozenset(resource_name(k) for k in kinds if isinstance(k, str) and k.strip())
 
 
 @dataclass(frozen=True)
@@ -100,8 +219,9 @@ class FilterOutcome:
     redacted: int = 0
     """Credential-shaped values replaced (counted, never shown)."""
     unresolved_ips: frozenset[str] = frozenset()
-    """IPs a record's ownership depended on that were missing from ``ips`` (the caller may resolve
-    them and filter again; still ``withheld`` until then)."""
+    """IPs a record's ownership depended on that were missing from ``ips``. Only the records that
+    depend on them are withheld (the rest is returned); the caller may resolve them and filter
+    again."""
     structured: bool = False
     """The input parsed as JSON or YAML (``data`` is then a parsed value, else the text)."""
     text: str = ""

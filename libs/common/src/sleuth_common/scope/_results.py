@@ -1,29 +1,102 @@
-"""Steps 2-4 of the scope filter (DESIGN §2): drop foreign records from a result or withhold it,
-then redact. Reports counts, never names.
+"""Steps 2-4 of the scope filter (DESIGN §2): keep what is provably the caller's, withhold the
+rest, then redact. An allowlist that fails closed; it reports counts, never names.
 
-Input: JSON, YAML (third-party Kubernetes MCP servers answer in YAML, sometimes behind a ``#``
-comment line) or text. Text passes only when the call was pinned to the caller's namespaces.
+Input: JSON, YAML or text (``_parse``); a result that is a quoted string holding a document
+(double-encoded JSON) is that document; one that broke a parsing limit is withheld. Cluster-wide
+callers get everything, redacted (Secret ``data``/``stringData`` values included). For everyone
+else (the walk is in ``_walk``, the key and shape tables in ``_keys``, names in strings in
+``_names``):
 
-What names a namespace, at any depth:
-- a key containing ``namespace`` (``metadata.namespace``, ``involvedObject.namespace``,
-  ``Namespace``, ``source_namespace`` …) with a string value, or a list of them;
-- the ``metadata.name`` of a ``kind: Namespace`` object, and ``name`` of records listed under a
-  ``namespaces`` key;
-- map keys under ``namespaces`` / ``by_namespace`` / ``per_namespace`` (``{"team-a": {...}}``);
-- ``ns/name`` strings and map keys (``{"team-b/api-0": 42}``), told apart from ``apps/v1``,
-  ``text/plain`` and image names by shape;
-- map keys equal to a foreign namespace the document names elsewhere;
-- IP addresses under IP-shaped keys (``podIP``, ``clusterIPs``, ``ip``, ``address``, ``src``,
-  ``dst`` …), resolved through ``ips`` (from ``sleuth.authz.resolve``) for records that name no
-  namespace themselves. An IP missing from ``ips`` matters only for a record that also sits in no
-  record naming a namespace (a pod's ``hostIP`` is the pod's business); there it fails closed.
+**Records.** A *record* is the top-level value, each element of a list, and each entry of a map
+of records (a dict whose keys are all shaped like object names — with a ``-``, ``.`` or digit —
+and whose values are all objects: ``{"api-0": {...}, "web-1": {...}}``, judged entry by entry).
+A record's *own content* is its fields and nested objects, not its nested lists or record maps
+(those hold records of their own). A record is kept only when it is attributed to a namespace
+in scope, in one of three ways:
 
-A *record* is an element of a list (the top-level document is one too). A record naming a foreign
-namespace is dropped with everything inside it; lists nested in a record are records of their own.
-A peer-shaped record (keys starting with ``source``/``src``/``from``/``client``/``local`` and
-``destination``/``dst``/``to``/``server``/``remote``/``peer``) is kept when the caller owns either
-side. A top-level object that names a foreign namespace is withheld whole, as is a result where a
-record's owner hangs on an IP that ``ips`` does not resolve (``unresolved_ips`` says which).
+1. *By what its own content names*: a key containing ``namespace`` (``metadata.namespace``,
+   ``involvedObject.namespace``, ``namespace_name``, ``k8s_namespace`` …) or a weak key (``ns``,
+   ``project``, ``tenant``, ``*_ns``; inside ``labels``/``annotations``/selectors/Prometheus
+   ``metric``/Loki ``stream`` only when the value is a namespace the call knows), holding a
+   string, a list of strings or an object with a ``name``; a string shaped ``ns/name``,
+   ``Kind/ns/name`` (kube-mcp's subgraph ids), ``…/namespaces/ns/…`` or a cluster DNS name
+   (``svc.ns.svc[.cluster.local]``, ``ip.ns.pod.cluster.local``), except ``ns/name`` readings of
+   images, URLs and paths; a map key shaped ``ns/name``; the keys of a map keyed by namespace
+   (``by_namespace``/``*namespaces`` keys, a dict whose keys are all namespaces the document, the
+   inventory, ``known_namespaces`` or ``ips`` name, or a dict of same-typed values keyed by
+   DNS labels one of which is the caller's: its other keys are dropped); a row's cell under a
+   ``meta.k8s.io`` Table's ``Namespace`` column, or the row's ``object``; an IP under an
+   IP-shaped key (``podIP``, ``ip``, ``address``, ``instance``, ``src``/``dst`` …, or a map key)
+   resolved through ``ips`` — pod IPs from Pod objects, so a node's IP attributes nothing. A
+   namespace outside the scope anywhere in a record's own content drops the record — in any of
+   those carriers, or as a whole value equal to a namespace the call knows is not the caller's
+   (outside label/annotation/selector maps, where it may be the caller's own reference); a map
+   entry keyed by a foreign namespace or ``ns/name`` is dropped. *Peer-shaped* records (keys starting
+   ``source``/``src``/``from``/``client``/``local`` and ``destination``/``dst``/``to``/``server``/
+   ``remote``/``peer``) are kept when the caller owns either side and their own part names no
+   foreign namespace.
+2. *By inheritance*: records inside a kept record inherit its attribution; top-level records
+   inherit the call's pinning (``pinned``/``pinned_namespaces``: the arguments limited the call
+   to namespaces in scope; pins outside the scope are ignored, and naming only such pins
+   nothing). A foreign namespace in its own content still drops an inherited record. A record
+   attributed by the pin alone is also dropped when a value equals a namespace outside the scope
+   the call knows, when a key or non-free-text value names a foreign object or namespace
+   (``Scope.foreign_names`` and the foreign namespaces the document names), or when its ``name``
+   is a foreign object's; and a peer side that is only an IP must resolve.
+3. *As a cluster-scoped object the caller may list*: a record whose ``kind`` (or its Table row
+   ``object``'s, or its list's: ``NodeList`` items …) is cluster-scoped (``Node``,
+   ``PersistentVolume``, ``StorageClass``, ``ClusterRole``, ``CustomResourceDefinition``, any
+   ``Cluster*`` …), that kube-mcp marks ``"cluster_scoped": true``, that has Node-only fields
+   (``nodeInfo``, ``kubeletVersion``, ``podCIDR``, ``providerID``, ``unschedulable`` …), or that
+   is a server object (``metadata`` with ``uid``/``resourceVersion``/``creationTimestamp``)
+   without a namespace (its resource read from its shape: a PV's ``claimRef``, a
+   StorageClass's ``provisioner`` …) is kept only when ``Scope.cluster_kinds`` holds its
+   resource (``nodes``, ``persistentvolumes`` …), whatever namespace or IP it names (a PV bound
+   to a claim in scope included); kept, it is the caller's to read whole. A ``Namespace`` object
+   is kept when its name is in scope or the caller may list ``namespaces``; named inside another
+   record, a Namespace is a namespace carrier.
+
+**Secrets.** A ``kind: Secret`` object (also kind-less under ``secrets`` or in a ``SecretList``,
+and a Secret written as YAML/JSON inside kept text) is kept only when the namespace it is
+attributed to is in ``Scope.secret_namespaces``; its ``data``/``stringData`` values are always
+replaced, keys kept. Names of Secrets (``secretName``, ``secretKeyRef.name``, a ServiceAccount's
+``secrets`` references, kube-mcp's ``{"secret": "checkout-api-db"}``) are not credentials: the
+walk keeps them.
+
+**Envelopes.** An unattributed object that is no Kubernetes object and holds records is an
+envelope: it is kept around what survives of them, which are judged as records of their own
+(unattributed: only their own carriers can attribute them); its own string fields other than
+structural ones (``kind``, ``apiVersion``, ``status``, ``type``, ``resourceVersion`` …, and never
+a foreign name) are replaced by ``VALUE_WITHHELD``. The top-level value (or a document in a
+string) is an envelope when it holds anything (``{"kind": "List", "items": …}``, Prometheus'
+``{"status", "data": {"result": …}}``, MCP ``{"content": […]}``, a Table); deeper, only when it
+holds objects or lists in a list, a record map, JSON or text. An unattributed Table keeps only
+header-shaped column names. A string in a list is kept when the list's record is attributed
+(unless it names a foreign namespace, ``ns/name``, DNS name or IP owner, or — pinned only — a
+foreign object), or when it is an allowed namespace or names one; otherwise withheld (so a
+label-value list from an unpinned call keeps only the caller's namespaces).
+
+**Text.** A string that starts with ``{``/``[`` and parses is filtered as a document of its own,
+inheriting the attribution of where it sits (at most ``MAX_ENCODINGS`` levels), then re-encoded
+as compact JSON. A multi-line string is text: kept only when the call was pinned, else replaced
+by ``TEXT_WITHHELD``. Kept text — a pinned text result, multi-line strings, single-line strings
+under free-text keys (``message``, ``note``, ``log``, ``stdout``, ``values`` …) — is scanned for
+names of objects and namespaces outside the scope (``Scope.foreign_names`` and the foreign
+namespaces the document names, on token boundaries) and for namespaces it names itself — DNS
+names, API paths, ``Kind/ns/name``, ``in namespace x``, ``-n x``, ``ns=x`` — outside the
+scope; a line (or single-line value) naming one is replaced by a placeholder.
+
+**Withheld, narrowly.** What cannot be attributed is withheld — the smallest enclosing record, a
+value, a line — and counted by cause in ``reason`` ("N records whose namespace could not be
+established were withheld", "… cluster-scoped objects you may not list …", "… Secrets you may
+not read …", "… text values not limited to your namespaces …", "… lines naming objects outside
+your namespaces …"). An IP missing from ``ips`` withholds only the record whose attribution
+hangs on it (``unresolved_ips`` lists them, the rest is returned as ``filtered``; inside an
+attributed record an unknown IP, such as a pod's ``hostIP``, needs no resolution). The result is
+``withheld`` as a whole only when its top-level object is dropped or withheld, or when nothing
+attributable is left and something was withheld for a cause other than a foreign namespace.
+Deeper than ``MAX_DEPTH`` levels is withheld as too deeply nested; ``filter_result`` never
+raises (an unexpected failure withholds the result).
 
 Speed: one pass over the parsed value, in place, with per-key classification cached in dicts
 (no regex per node); whole-text scans (redaction, markers) run at C speed on the serialized text.
@@ -31,18 +104,58 @@ Speed: one pass over the parsed value, in place, with per-key classification cac
 
 from __future__ import annotations
 
-import ipaddress
 import json
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sleuth_common.redact import REDACTED, is_secret_env_name, is_secret_key, redact_text
+import yaml
+
+from sleuth_common.redact import REDACTED, is_secret_env_name, redact_text
+from sleuth_common.scope._keys import (
+    OBJECT_NAME,
+    SECRET,
+    SECRET_KINDS,
+    SECRET_TEXT,
+    SECRETNAME,
+    TEXT,
+    VALUE,
+    key_class,
+    redact_secret_data,
+)
 from sleuth_common.scope._markers import strip_markers
 from sleuth_common.scope._model import FilterOutcome, Scope
-from sleuth_common.scope._parse import parse_result
+from sleuth_common.scope._parse import REFUSED_MESSAGE, parse_checked, parse_result
+from sleuth_common.scope._walk import (
+    KEPT,
+    MAX_DEPTH,
+    MAX_ENCODINGS,
+    PIN,
+    PINNED_ANY,
+    TEXT_WITHHELD,
+    V_CLUSTER,
+    V_DEEP,
+    V_FOREIGN,
+    V_SECRET,
+    V_UNATTRIBUTED,
+    V_UNRESOLVED,
+    VALUE_WITHHELD,
+    _Walk,
+)
 
-__all__ = ["NARROW_MESSAGE", "dump_result", "filter_data", "filter_result", "parse_result"]  # parse_result re-exported
+__all__ = [
+    "NARROW_MESSAGE",
+    "TEXT_WITHHELD",
+    "VALUE_WITHHELD",
+    "dump_result",
+    "filter_data",
+    "filter_result",
+    "parse_result",  # re-exported
+]
+
+log = logging.getLogger(__name__)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 NARROW_MESSAGE = (
     "This result was withheld: it is unstructured text from a call that was not limited to your "
@@ -60,374 +173,91 @@ TOO_LARGE_MESSAGE = (
     "This result was withheld: it is larger than {limit} bytes, too large to check. Narrow the "
     "query (a namespace, a label selector, a name, fewer lines) — your namespaces: {scope}."
 )
-
-# Key classes (bit flags), cached per key string.
-_NS = 1  # the value names a namespace (or a list of them)
-_NSMAP = 2  # a dict value is keyed by namespace
-_SECRET = 4  # the value is a credential
-_SRC = 8  # peer side: source
-_DST = 16  # peer side: destination
-_IP = 32  # the value may be an IP address
-_KIND = 64  # "kind"
-_VALUE = 128  # "value" (env name/value pairs)
-_DROP = 256  # per call: the key itself names a foreign namespace / ns/name → drop the entry
-_OPAQUE = 512  # the value has slashes of its own (an image, a URL, a path): never an ns/name ref
-
-# Keys whose string values contain slashes that are not ``namespace/name``: ``bitnami/redis`` is
-# an image, ``/var/lib/data`` a path, ``team-b/api`` under ``image`` is a registry repository.
-_OPAQUE_KEYS = frozenset(
-    {"image", "images", "imageid", "imagename", "imageref", "repository", "repo", "registry", "url", "urls",
-     "uri", "href", "link", "path", "paths", "mountpath", "subpath", "file", "filename", "command",
-     "args", "mediatype", "contenttype", "content_type", "media_type"}
+UNCHECKABLE_MESSAGE = (
+    "This result was withheld: it is {what}, so it cannot be checked. Narrow the query "
+    "(your namespaces: {scope})."
 )
-
-_SIDE_SRC = re.compile(r"^(?:source|src|from|client|local|origin)(?:$|[_\-.A-Z0-9])")
-_SIDE_DST = re.compile(r"^(?:destination|dest|dst|to|server|remote|peer)(?:$|[_\-.A-Z0-9])")
-_IP_KEY = re.compile(r"(?i)(?:^|[_\-.a-z])(?:ip|ips|ipv4|ipv6|addr|address|addresses|host|hostip)(?:$|[_\-.A-Z0-9s])|^ip")
-
-_KEY_CACHE: dict[str, int] = {}
+NARROW_HINT = "Narrow the query with a namespace argument to see more (your namespaces: {scope})."
 
 
-def _classify_key(key: str) -> int:
-    k = key.lower()
-    c = 0
-    if "namespace" in k and not k.endswith(("selector", "namespaced")):
-        c |= _NS
-    if k.endswith("namespaces") or k.startswith(("by_namespace", "per_namespace", "bynamespace", "pernamespace")):
-        c |= _NSMAP
-    if is_secret_key(key):
-        c |= _SECRET
-    if _SIDE_SRC.match(key):
-        c |= _SRC
-    elif _SIDE_DST.match(key):
-        c |= _DST
-    if _IP_KEY.search(key) or c & (_SRC | _DST):
-        c |= _IP
-    if k == "kind":
-        c |= _KIND
-    if k == "value":
-        c |= _VALUE
-    if k in _OPAQUE_KEYS or k.endswith(("image", "images", "_url", "url", "_path")):
-        c |= _OPAQUE
-    return c
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
-def _key_class(key: str) -> int:
-    c = _KEY_CACHE.get(key)
-    if c is None:
-        c = _classify_key(key)
-        if len(_KEY_CACHE) < 100_000:
-            _KEY_CACHE[key] = c
-    return c
+def _reason_parts(walk: _Walk) -> tuple[list[str], bool]:
+    """What was removed, by cause (counts only), and whether any cause was other than a foreign
+    namespace."""
+    c = walk.counts
+    parts: list[str] = []
+    foreign = c[V_FOREIGN] + walk.foreign_values
+    if foreign:
+        parts.append(_plural(foreign, "record", "records") + " from namespaces outside your access removed")
+    unattributed = c[V_UNATTRIBUTED] + walk.values_withheld
+    if unattributed:
+        parts.append(
+            _plural(unattributed, "record whose namespace could not be established was withheld",
+                    "records whose namespace could not be established were withheld")
+        )
+    if c[V_UNRESOLVED]:
+        parts.append(
+            _plural(c[V_UNRESOLVED], "record whose owner hangs on an IP address that could not be resolved was withheld",
+                    "records whose owner hangs on IP addresses that could not be resolved were withheld")
+        )
+    if c[V_CLUSTER]:
+        parts.append(
+            _plural(c[V_CLUSTER], "cluster-scoped object you may not list was withheld",
+                    "cluster-scoped objects you may not list were withheld")
+        )
+    if c[V_SECRET]:
+        parts.append(_plural(c[V_SECRET], "Secret you may not read was withheld", "Secrets you may not read were withheld"))
+    if walk.text_withheld:
+        parts.append(
+            _plural(walk.text_withheld, "text value not limited to your namespaces was withheld",
+                    "text values not limited to your namespaces were withheld")
+        )
+    if walk.lines_withheld:
+        parts.append(
+            _plural(walk.lines_withheld, "line naming objects outside your namespaces was withheld",
+                    "lines naming objects outside your namespaces were withheld")
+        )
+    if c[V_DEEP]:
+        parts.append(
+            _plural(c[V_DEEP], "record too deeply nested to check was withheld",
+                    "records too deeply nested to check were withheld")
+        )
+    other = bool(unattributed or c[V_UNRESOLVED] or c[V_CLUSTER] or c[V_SECRET] or walk.text_withheld or c[V_DEEP])
+    return parts, other
 
 
-# ns/name references: a DNS label, a slash, a Kubernetes object name. Not a MIME type, an API
-# group/version, a protocol/port, a date or a path.
-_NS_REF = re.compile(r"^([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)/([A-Za-z0-9](?:[-A-Za-z0-9_.]{0,251}[A-Za-z0-9])?)$")
-_API_VERSION = re.compile(r"^v\d+(?:(?:alpha|beta)\d+)?$")
-_NOT_NAMESPACES = frozenset(
-    {"text", "application", "image", "audio", "video", "multipart", "font", "model", "message",
-     "tcp", "udp", "sctp", "http", "https", "grpc", "h2", "h2c", "ws", "wss", "and", "or", "either"}
+def _removed(walk: _Walk) -> int:
+    return (sum(walk.counts) + walk.foreign_values + walk.values_withheld + walk.text_withheld
+            + walk.lines_withheld)
+
+
+# Each starts with a literal, so the regex engine skips ahead at memory speed.
+_NAMED_NS = re.compile(
+    r"amespace[a-zA-Z_\-]*[\"']?[ \t]*[:=][ \t]*[\"']?([a-zA-Z0-9](?:[-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?)\b"
 )
-_NAMED_NS = re.compile(r"(?i)namespace[a-z_\-]*[\"']?\s*[:=]\s*[\"']?([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)\b")
-_IP_CACHE: dict[str, str | None] = {}
-
-_NONE, _ALLOWED, _FOREIGN = 0, 1, 2
-
-
-def _ns_ref(text: str) -> str | None:
-    """The namespace of an ``ns/name`` string, or None when it is not shaped like one."""
-    m = _NS_REF.match(text)
-    if m is None:
-        return None
-    ns, name = m.group(1), m.group(2)
-    if ns in _NOT_NAMESPACES or ns.isdigit() or _API_VERSION.match(name):
-        return None
-    return ns
-
-
-def _ip_of(value: str) -> str | None:
-    """The IP address in ``value`` (``10.1.2.3``, ``10.1.2.3:8080``, ``[fd00::1]:80``), else None."""
-    if not value or len(value) > 64:
-        return None
-    c0 = value[0]
-    if not (c0.isdigit() or c0 in "abcdefABCDEF:["):
-        return None
-    got = _IP_CACHE.get(value, "")
-    if got != "":
-        return got
-    candidate = value
-    if candidate.startswith("["):
-        candidate = candidate[1:].split("]", 1)[0]
-    elif candidate.count(":") == 1:
-        candidate = candidate.split(":", 1)[0]
-    try:
-        ip: str | None = str(ipaddress.ip_address(candidate))
-    except ValueError:
-        ip = None
-    if len(_IP_CACHE) < 200_000:
-        _IP_CACHE[value] = ip
-    return ip
-
-
-class _Walk:
-    """One filtering pass (in place). ``removed`` counts dropped records and map entries."""
-
-    def __init__(
-        self,
-        allowed: frozenset[str],
-        foreign_keys: frozenset[str],
-        ips: Mapping[str, str] | None,
-    ) -> None:
-        self.allowed = allowed
-        self.foreign_keys = foreign_keys
-        self.ips = ips or {}
-        self.removed = 0
-        self.redacted = 0
-        self.unresolved: set[str] = set()
-        self._kc: dict[str, int] = {}
-        self._refs: dict[str, bool] = {}
-
-    # -- classification ----------------------------------------------------------------------
-    def kc(self, key: Any) -> int:
-        if not isinstance(key, str):
-            return 0
-        c = _key_class(key)
-        if key in self.foreign_keys:
-            c |= _DROP
-        elif "/" in key:
-            ns = _ns_ref(key)
-            if ns is not None and ns not in self.allowed:
-                c |= _DROP
-        self._kc[key] = c
-        return c
-
-    def foreign_ref(self, value: str) -> bool:
-        r = self._refs.get(value)
-        if r is None:
-            ns = _ns_ref(value)
-            r = ns is not None and ns not in self.allowed
-            if len(self._refs) < 100_000:
-                self._refs[value] = r
-        return r
-
-    # -- records -----------------------------------------------------------------------------
-    def record(self, d: dict[Any, Any], ctx: bool) -> str:
-        """Judge one record and clean what it holds. Returns "keep", "drop" or "unresolved"."""
-        st = [_NONE, _NONE, _NONE]
-        ipsides: list[tuple[int, str]] = []
-        pending: list[tuple[list[Any], int]] = []
-        self.scan(d, 0, st, ipsides, pending)
-        verdict = self.verdict(st, ipsides, ctx)
-        if verdict == "keep":
-            inner_ctx = ctx or st[0] != _NONE or st[1] != _NONE or st[2] != _NONE
-            for lst, flags in pending:
-                self.clean_list(lst, inner_ctx, flags)
-        return verdict
-
-    def verdict(self, st: list[int], ipsides: list[tuple[int, str]], ctx: bool) -> str:
-        unresolved: list[str] = []
-        if ipsides:
-            named = (st[0] != _NONE, st[1] != _NONE, st[2] != _NONE)
-            for side, value in ipsides:
-                if named[side]:
-                    continue
-                ip = _ip_of(value)
-                if ip is None:
-                    continue
-                owner = self.ips.get(ip)
-                if owner is None:
-                    # Inside a record that names a namespace, an unknown IP (a node's) is that
-                    # record's business; only a record standing alone needs it resolved.
-                    if not ctx:
-                        unresolved.append(ip)
-                elif owner in self.allowed:
-                    if st[side] == _NONE:
-                        st[side] = _ALLOWED
-                else:
-                    st[side] = _FOREIGN
-        s0, s1, s2 = st
-        if s0 == _FOREIGN:
-            return "drop"
-        if s1 or s2:
-            if s0 == _ALLOWED or s1 == _ALLOWED or s2 == _ALLOWED:
-                return "keep"
-            if unresolved:
-                self.unresolved.update(unresolved)
-                return "unresolved"
-            return "drop"
-        if s0 == _ALLOWED or not unresolved:
-            return "keep"
-        self.unresolved.update(unresolved)
-        return "unresolved"
-
-    def mark(self, st: list[int], side: int, ns: str) -> None:
-        if ns in self.allowed:
-            if st[side] == _NONE:
-                st[side] = _ALLOWED
-        else:
-            st[side] = _FOREIGN
-
-    def scan(
-        self,
-        d: dict[Any, Any],
-        side: int,
-        st: list[int],
-        ipsides: list[tuple[int, str]],
-        pending: list[tuple[list[Any], int]],
-    ) -> None:
-        kcache = self._kc
-        drop_keys: list[Any] | None = None
-        is_namespace_kind = False
-        for k, v in d.items():
-            c = kcache.get(k)
-            if c is None:
-                c = self.kc(k)
-            if c & _DROP:
-                if drop_keys is None:
-                    drop_keys = []
-                drop_keys.append(k)
-                continue
-            s = side
-            if side == 0 and c & (_SRC | _DST):
-                s = 1 if c & _SRC else 2
-            t = type(v)
-            if t is str:
-                if c & _NS:
-                    if v:
-                        self.mark(st, s, v)
-                elif c & _SECRET:
-                    if v and v != REDACTED:
-                        d[k] = REDACTED
-                        self.redacted += 1
-                elif c & _VALUE:
-                    name = d.get("name")
-                    if type(name) is str and v and v != REDACTED and is_secret_env_name(name):
-                        d[k] = REDACTED
-                        self.redacted += 1
-                elif c & _KIND:
-                    if v == "Namespace" or v == "Project":
-                        is_namespace_kind = True
-                else:
-                    if "/" in v and not c & _OPAQUE and self.foreign_ref(v):
-                        st[s] = _FOREIGN
-                    elif c & _IP:
-                        ipsides.append((s, v))
-            elif t is dict:
-                if c & _NSMAP:
-                    self.clean_ns_map(v)
-                    for sub in v.values():
-                        if type(sub) is dict:
-                            self.scan(sub, s, st, ipsides, pending)
-                        elif type(sub) is list:
-                            pending.append((sub, 0))
-                else:
-                    if c & _SECRET:
-                        # e.g. {"password": {"value": "..."}}: everything under it is secret
-                        self.redact_tree(v)
-                        continue
-                    self.scan(v, s, st, ipsides, pending)
-            elif t is list:
-                flags = 0
-                if c & _NS:
-                    flags |= _NS
-                if c & _IP:
-                    flags |= _IP
-                if c & _OPAQUE:
-                    flags |= _OPAQUE
-                if flags & _IP and not flags & _NS:
-                    # a list of bare IPs is part of this record (a service's clusterIPs)
-                    for item in v:
-                        if type(item) is str:
-                            ipsides.append((s, item))
-                pending.append((v, flags))
-        if is_namespace_kind:
-            meta = d.get("metadata")
-            name = meta.get("name") if type(meta) is dict else d.get("name")
-            if type(name) is str and name:
-                self.mark(st, side, name)
-        if drop_keys:
-            for k in drop_keys:
-                del d[k]
-            self.removed += len(drop_keys)
-
-    def redact_tree(self, node: Any) -> None:
-        if type(node) is dict:
-            for k, v in node.items():
-                if type(v) is str and v and v != REDACTED:
-                    node[k] = REDACTED
-                    self.redacted += 1
-                else:
-                    self.redact_tree(v)
-        elif type(node) is list:
-            for i, v in enumerate(node):
-                if type(v) is str and v and v != REDACTED:
-                    node[i] = REDACTED
-                    self.redacted += 1
-                else:
-                    self.redact_tree(v)
-
-    def clean_ns_map(self, m: dict[Any, Any]) -> None:
-        foreign = [k for k in m if not (isinstance(k, str) and k in self.allowed)]
-        for k in foreign:
-            del m[k]
-        self.removed += len(foreign)
-
-    def clean_list(self, lst: list[Any], ctx: bool, flags: int = 0) -> str:
-        """Filter ``lst`` in place. Returns "unresolved" when an element's owner could not be
-        resolved (the caller then withholds the whole result)."""
-        keep: list[Any] | None = None
-        status = "keep"
-        allowed = self.allowed
-        for i, item in enumerate(lst):
-            t = type(item)
-            ok = True
-            if t is dict:
-                if flags & _NS:
-                    name = item.get("name")
-                    if type(name) is str and name and name not in allowed:
-                        ok = False
-                if ok:
-                    v = self.record(item, ctx)
-                    if v == "unresolved":
-                        status = "unresolved"
-                    ok = v == "keep"
-            elif t is str:
-                if flags & _NS:
-                    ok = not item or item in allowed
-                elif "/" in item and not flags & _OPAQUE and self.foreign_ref(item):
-                    ok = False
-                elif flags & _IP:
-                    ip = _ip_of(item)
-                    if ip is not None:
-                        owner = self.ips.get(ip)
-                        if owner is None:
-                            if not ctx:
-                                self.unresolved.add(ip)
-                                status = "unresolved"
-                                ok = False
-                        else:
-                            ok = owner in allowed
-            elif t is list:
-                if self.clean_list(item, ctx, flags) == "unresolved":
-                    status = "unresolved"
-            if ok:
-                if keep is not None:
-                    keep.append(item)
-            else:
-                self.removed += 1
-                if keep is None:
-                    keep = lst[:i]
-        if keep is not None:
-            lst[:] = keep
-        return status
+_NAMED_NS_SHORT = re.compile(r"\"ns\"[ \t]*:[ \t]*\"([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)\"")
 
 
 def _namespaces_named(text: str | None, data: Any) -> set[str]:
     """Namespaces the document names under namespace keys (a fast scan of the text)."""
     if text is None:
         text = json.dumps(data, default=str)
-    return set(_NAMED_NS.findall(text))
+    found = {n.lower() for n in _NAMED_NS.findall(text)}
+    if '"ns"' in text:
+        found.update(_NAMED_NS_SHORT.findall(text))
+    return found
+
+
+def _pins(scope: Scope, pinned: bool, pinned_namespaces: Iterable[str]) -> tuple[bool, frozenset[str]]:
+    """The call's pinning: only namespaces in scope count; naming only others pins nothing."""
+    given = frozenset(n for n in pinned_namespaces if isinstance(n, str) and n)
+    pins = frozenset(n for n in given if n in scope.namespaces)
+    if given and not pins:
+        return False, frozenset()
+    return (pinned or bool(pins)), pins
 
 
 def filter_data(
@@ -438,84 +268,189 @@ def filter_data(
     known_namespaces: Iterable[str] = (),
     text: str | None = None,
     in_place: bool = False,
+    pinned: bool = False,
+    pinned_namespaces: Iterable[str] = (),
 ) -> FilterOutcome:
     """Filter already-parsed JSON/YAML for ``scope`` (see the module docstring).
 
     ``ips`` maps IP → owning namespace (missing = unresolvable). ``known_namespaces``: other
-    namespaces of the cluster, so map keys naming them are recognised. ``text``: the text ``data``
+    namespaces of the cluster, so mentions of them are recognised. ``text``: the text ``data``
     was parsed from (saves a scan). ``in_place``: ``data`` may be modified (else it is copied).
-    Credential-shaped values are redacted here only where the structure says so (secret keys,
-    env name/value pairs); ``filter_result`` also redacts the serialized text.
+    ``pinned``/``pinned_namespaces``: the call's arguments limited it to these namespaces in
+    scope (records naming none are attributed to them; text may pass). Credential-shaped values
+    are redacted here only where the structure says so (secret keys, env name/value pairs, Secret
+    data); ``filter_result`` also redacts the serialized text. Never raises.
     """
+    try:
+        return _filter_data(data, scope, ips, known_namespaces, text, in_place, pinned, pinned_namespaces)
+    except RecursionError:
+        return _uncheckable("too deeply nested", scope)
+    except Exception:  # the filter's contract is to never raise: fail closed instead
+        log.exception("scope filter failed on a result; withheld")
+        return _uncheckable("in a shape the filter could not read", scope)
+
+
+def _uncheckable(what: str, scope: Scope) -> FilterOutcome:
+    return FilterOutcome("withheld", None, 0, UNCHECKABLE_MESSAGE.format(what=what, scope=scope.describe()),
+                         structured=True)
+
+
+def _filter_data(
+    data: Any,
+    scope: Scope,
+    ips: Mapping[str, str] | None,
+    known_namespaces: Iterable[str],
+    text: str | None,
+    in_place: bool,
+    pinned: bool,
+    pinned_namespaces: Iterable[str],
+) -> FilterOutcome:
     if not in_place:
         data = json.loads(json.dumps(data, default=str))
-    allowed = scope.namespaces
     if scope.cluster_wide:
-        walk = _Walk(allowed, frozenset(), ips)
-        walk.redacted += _redact_only(walk, data)
-        return FilterOutcome("kept", data, 0, "", redacted=walk.redacted, structured=True)
-    named = _namespaces_named(text, data) | set(known_namespaces) | set((ips or {}).values())
-    walk = _Walk(allowed, frozenset(n for n in named if n not in allowed), ips)
-    status = "keep"
+        redacted = _redact_only(data)
+        return FilterOutcome("kept", data, 0, "", redacted=redacted, structured=True)
+    pinned, pins = _pins(scope, pinned, pinned_namespaces)
+    fnames = scope.foreign_names
+    named = _namespaces_named(text, data) | {str(n) for n in known_namespaces} | set((ips or {}).values())
+    if fnames is not None:
+        named |= fnames.namespaces
+    walk = _Walk(scope, ips, frozenset(n for n in named if n not in scope.namespaces), pinned, pins)
+    ctx: str | None = None
+    if pinned:
+        ctx = PIN + next(iter(pins)) if len(pins) == 1 else PINNED_ANY
+    described = scope.describe()
     if isinstance(data, dict):
-        status = walk.record(data, False)
-        if status == "drop":
-            return FilterOutcome("withheld", None, 0, FOREIGN_TOP_MESSAGE.format(scope=scope.describe()),
-                                 structured=True)
+        verdict = walk.record(data, ctx, 0, top=True)
+        if verdict == V_FOREIGN:
+            return FilterOutcome("withheld", None, 0, FOREIGN_TOP_MESSAGE.format(scope=described), structured=True)
+        if verdict not in KEPT:
+            return _withheld(walk, scope)
     elif isinstance(data, list):
-        status = walk.clean_list(data, False)
-    elif isinstance(data, str) and walk.foreign_ref(data):
-        return FilterOutcome("withheld", None, 0, FOREIGN_TOP_MESSAGE.format(scope=scope.describe()),
-                             structured=True)
-    if status == "unresolved" or walk.unresolved:
+        walk.clean_list(data, ctx, 0, 0)
+    elif isinstance(data, str):
+        shown = walk.string_item(data, ctx, TEXT, 0)
+        if shown is None or shown in (VALUE_WITHHELD, TEXT_WITHHELD):
+            if walk.foreign_values:
+                return FilterOutcome("withheld", None, 0, FOREIGN_TOP_MESSAGE.format(scope=described),
+                                     structured=True)
+            return _withheld(walk, scope)
+        data = shown
+    removed = _removed(walk)
+    if not removed:
+        return FilterOutcome("kept", data, 0, "", redacted=walk.redacted, structured=True)
+    parts, other = _reason_parts(walk)
+    if other and walk.kept == 0:
+        return _withheld(walk, scope)
+    reason = "; ".join(parts)
+    if other:
+        reason += ". " + NARROW_HINT.format(scope=described)
+    return FilterOutcome(
+        "filtered", data, removed, reason, redacted=walk.redacted,
+        unresolved_ips=frozenset(walk.unresolved), structured=True,
+    )
+
+
+def _withheld(walk: _Walk, scope: Scope) -> FilterOutcome:
+    described = scope.describe()
+    parts, _other = _reason_parts(walk)
+    only_unresolved = walk.unresolved and walk.counts[V_UNRESOLVED] and len(parts) == 1
+    if only_unresolved:
         n = len(walk.unresolved)
-        return FilterOutcome(
-            "withheld", None, 0,
-            UNRESOLVED_MESSAGE.format(n=n, es="" if n == 1 else "es", scope=scope.describe()),
-            unresolved_ips=frozenset(walk.unresolved), structured=True,
-        )
-    if walk.removed:
-        plural = "s" if walk.removed != 1 else ""
-        return FilterOutcome(
-            "filtered", data, walk.removed,
-            f"{walk.removed} record{plural} from namespaces outside your access removed",
-            redacted=walk.redacted, structured=True,
-        )
-    return FilterOutcome("kept", data, 0, "", redacted=walk.redacted, structured=True)
+        reason = UNRESOLVED_MESSAGE.format(n=n, es="" if n == 1 else "es", scope=described)
+    else:
+        reason = "This result was withheld: " + ("; ".join(parts) or "nothing in it could be attributed")
+        reason += ". " + NARROW_HINT.format(scope=described)
+    return FilterOutcome("withheld", None, 0, reason, unresolved_ips=frozenset(walk.unresolved), structured=True)
 
 
-def _redact_only(walk: _Walk, data: Any) -> int:
-    """Structured redaction for cluster-wide callers (nothing is filtered)."""
-    before = walk.redacted
-    stack = [data]
+def _redact_only(data: Any) -> int:
+    """Structured redaction for cluster-wide callers (nothing is filtered; Secret data still
+    goes)."""
+    redacted = 0
+    stack: list[tuple[Any, bool]] = [(data, False)]
     while stack:
-        node = stack.pop()
+        node, secret_items = stack.pop()
         if type(node) is dict:
+            kind = node.get("kind")
+            is_secret = secret_items or (type(kind) is str and kind in SECRET_KINDS)
+            if is_secret:
+                redacted += redact_secret_data(node)
+            items_are_secrets = type(kind) is str and kind in ("SecretList", "Secret")
             for k, v in node.items():
                 if type(v) is str:
-                    if not isinstance(k, str):
+                    if not isinstance(k, str) or not v or v == REDACTED:
                         continue
-                    c = _key_class(k)
-                    if c & _SECRET and v and v != REDACTED:
+                    if "Secret" in v and SECRET_TEXT.search(v):
+                        inner = _redacted_secret_text(v)
+                        if inner is not None:
+                            node[k], n = inner
+                            redacted += n
+                            continue
+                    c = key_class(k)
+                    if c & SECRET and not (c & SECRETNAME and OBJECT_NAME.match(v)):
                         node[k] = REDACTED
-                        walk.redacted += 1
-                    elif c & _VALUE:
+                        redacted += 1
+                    elif c & VALUE:
                         name = node.get("name")
-                        if type(name) is str and v and v != REDACTED and is_secret_env_name(name):
+                        if type(name) is str and is_secret_env_name(name):
                             node[k] = REDACTED
-                            walk.redacted += 1
-                elif type(v) in (dict, list):
-                    stack.append(v)
+                            redacted += 1
+                elif type(v) is dict:
+                    stack.append((v, False))
+                elif type(v) is list:
+                    secret_list = (items_are_secrets and k == "items") or (isinstance(k, str) and k.lower() == "secrets")
+                    stack.append((v, secret_list))
         elif type(node) is list:
-            stack.extend(x for x in node if type(x) in (dict, list))
-    return walk.redacted - before
+            stack.extend((x, secret_items) for x in node if type(x) in (dict, list))
+    return redacted
+
+
+def _redacted_secret_text(value: str) -> tuple[str, int] | None:
+    """A Secret written out as JSON/YAML inside a string, its data redacted (re-encoded as JSON)."""
+    parsed = parse_checked(value)
+    if not parsed.structured or parsed.prose or not isinstance(parsed.data, dict | list):
+        return None
+    n = _redact_only(parsed.data)
+    return (json.dumps(parsed.data, separators=(",", ":"), ensure_ascii=False), n) if n else None
 
 
 def dump_result(data: Any) -> str:
     """The text of a filtered structured result (compact JSON, non-ASCII kept)."""
     if isinstance(data, str):
         return data
-    return json.dumps(data, separators=(",", ":"), default=str)
+    try:
+        return json.dumps(data, separators=(",", ":"), default=str)
+    except TypeError:  # keys JSON cannot hold (YAML dates, tuples): as text
+        return json.dumps(_string_keys(data), separators=(",", ":"), default=str)
+
+
+def _string_keys(node: Any, depth: int = 0) -> Any:
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(node, dict):
+        return {(k if isinstance(k, str | int | float | bool) or k is None else str(k)): _string_keys(v, depth + 1)
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_string_keys(v, depth + 1) for v in node]
+    return node
+
+
+def _unwrap_json_string(text: str) -> str:
+    """A result that is a quoted string holding a document (double-encoded JSON, or JSON in a
+    YAML-quoted scalar) is that document."""
+    for _ in range(MAX_ENCODINGS):
+        s = text.strip()
+        if len(s) < 2 or s[0] not in "\"'" or s[-1] != s[0]:
+            break
+        try:
+            inner = json.loads(s) if s[0] == '"' else yaml.load(s, Loader=_YAML_LOADER)
+        except (ValueError, yaml.YAMLError):
+            break
+        if not isinstance(inner, str) or inner.lstrip()[:1] not in ("{", "[", '"', "'"):
+            break
+        text = inner
+    return text
 
 
 def filter_result(
@@ -526,31 +461,90 @@ def filter_result(
     max_bytes: int | None = None,
     ips: Mapping[str, str] | None = None,
     known_namespaces: Iterable[str] = (),
+    pinned_namespaces: Iterable[str] = (),
 ) -> FilterOutcome:
     """Filter one tool result for ``scope``; then redact. The outcome's ``data`` is the parsed
-    value (or the text), ``text`` what a model may read.
+    value (or the text), ``text`` what a model may read. Never raises.
 
     ``pinned``: the call's arguments limited it to namespaces in scope (see
-    ``pinned_by_arguments``); only then may unstructured text pass. ``max_bytes``: results larger
-    than this are withheld as too large to check (fail closed). ``ips``: IP → owning namespace.
+    ``pinned_by_arguments``); only then may unstructured text pass, and records naming no
+    namespace are attributed to ``pinned_namespaces`` (the namespaces the arguments named; those
+    outside the scope are ignored, and naming only such pins nothing). ``max_bytes``: results
+    larger than this are withheld as too large to check (fail closed). ``ips``: IP → owning
+    namespace. ``known_namespaces``: other namespaces of the cluster.
     """
+    try:
+        return _filter_result(text, scope, pinned, max_bytes, ips, known_namespaces, pinned_namespaces)
+    except RecursionError:
+        return _uncheckable("too deeply nested", scope)
+    except Exception:  # the filter's contract is to never raise: fail closed instead
+        log.exception("scope filter failed on a result; withheld")
+        return _uncheckable("in a shape the filter could not read", scope)
+
+
+def _filter_result(
+    text: str | bytes,
+    scope: Scope,
+    pinned: bool,
+    max_bytes: int | None,
+    ips: Mapping[str, str] | None,
+    known_namespaces: Iterable[str],
+    pinned_namespaces: Iterable[str],
+) -> FilterOutcome:
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
+    elif not isinstance(text, str):
+        text = json.dumps(text, default=str)
     if max_bytes is not None and len(text) > max_bytes and not scope.cluster_wide:
         return FilterOutcome("withheld", None, 0, TOO_LARGE_MESSAGE.format(limit=max_bytes, scope=scope.describe()))
-    text = strip_markers(text)
-    data, structured = parse_result(text)
-    if not structured:
-        if not (scope.cluster_wide or pinned):
-            return FilterOutcome("withheld", None, 0, NARROW_MESSAGE.format(scope=scope.describe()))
-        shown, n = redact_text(text)
-        return FilterOutcome("kept", shown, 0, "", redacted=n, text=shown)
-    out = filter_data(data, scope, ips=ips, known_namespaces=known_namespaces, text=text, in_place=True)
+    text = _unwrap_json_string(strip_markers(text))
+    parsed = parse_checked(text)
+    if parsed.refused:  # looked structured but broke a parsing limit: never shown as text
+        return FilterOutcome("withheld", None, 0, REFUSED_MESSAGE.format(refused=parsed.refused, scope=scope.describe()))
+    data = parsed.data
+    if not parsed.structured:
+        return _filter_text(text, scope, pinned, pinned_namespaces, ips, known_namespaces)
+    out = filter_data(
+        data, scope, ips=ips, known_namespaces=known_namespaces, text=text, in_place=True, pinned=pinned,
+        pinned_namespaces=pinned_namespaces,
+    )
     if out.outcome == "withheld":
         return out
     shown = dump_result(out.data)
     shown, n = redact_text(shown)
     data = json.loads(shown) if n else out.data
     return FilterOutcome(
-        out.outcome, data, out.removed, out.reason, redacted=out.redacted + n, structured=True, text=shown
+        out.outcome, data, out.removed, out.reason, redacted=out.redacted + n,
+        unresolved_ips=out.unresolved_ips, structured=True, text=shown,
     )
+
+
+def _filter_text(
+    text: str,
+    scope: Scope,
+    pinned: bool,
+    pinned_namespaces: Iterable[str],
+    ips: Mapping[str, str] | None,
+    known_namespaces: Iterable[str],
+) -> FilterOutcome:
+    """Unstructured text: kept only from a pinned call (or for a cluster-wide caller), without
+    the lines that name objects outside the scope."""
+    if scope.cluster_wide:
+        shown, n = redact_text(text)
+        return FilterOutcome("kept", shown, 0, "", redacted=n, text=shown)
+    pinned, pins = _pins(scope, pinned, pinned_namespaces)
+    if not pinned:
+        return FilterOutcome("withheld", None, 0, NARROW_MESSAGE.format(scope=scope.describe()))
+    named = _namespaces_named(text, None) | {str(n) for n in known_namespaces} | set((ips or {}).values())
+    if scope.foreign_names is not None:
+        named |= scope.foreign_names.namespaces
+    walk = _Walk(scope, ips, frozenset(n for n in named if n not in scope.namespaces), True, pins)
+    kept, walk.lines_withheld = walk.kept_text(text)
+    if walk.counts[V_CLUSTER]:
+        return _withheld(walk, scope)
+    shown, n = redact_text(kept)
+    removed = _removed(walk)
+    if removed:
+        reason = "; ".join(_reason_parts(walk)[0])
+        return FilterOutcome("filtered", shown, removed, reason, redacted=n, text=shown)
+    return FilterOutcome("kept", shown, 0, "", redacted=n, text=shown)
