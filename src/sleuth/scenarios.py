@@ -127,11 +127,28 @@ class OfflineCluster:
     mcp: Any
     identity: IdentitySettings = field(default_factory=IdentitySettings)
     """The agent's side of signed identities (kube-mcp reads as the asker)."""
+    _inventory: dict[str, list[str]] | None = field(default=None, repr=False)
 
     def signer(self) -> Any:
         from sleuth_common.identity import signer_from_settings
 
         return signer_from_settings(self.identity)
+
+    async def inventory(self, cluster: str) -> dict[str, list[str]]:
+        """The names index authz-cache would answer (``sleuth.authz.inventory``), built by the
+        same code from simcluster's pods and services, read as authz-cache's identity."""
+        from sleuth_authz_cache.inventory import capped_reply
+        from sleuth_authz_cache.resolve import build_index
+
+        if self._inventory is None:
+            ctx = ssl.create_default_context(cafile=str(self.sim.ca_file))
+            headers = {"Authorization": f"Bearer {self.sim.token(AUTHZ_USER)}"}
+            async with httpx.AsyncClient(base_url=self.sim.url, verify=ctx, headers=headers, timeout=10) as http:
+                pods, services = await asyncio.gather(http.get("/api/v1/pods"), http.get("/api/v1/services"))
+            index = build_index(pods.json().get("items") or [], services.json().get("items") or [])
+            reply = capped_reply(cluster, index.inventory, 900_000)
+            self._inventory = {ns: list(names) for ns, names in reply.names.items()}
+        return self._inventory
 
     def groups(self, user: str) -> tuple[str, ...]:
         return tuple(str(g) for g in (self.users.get(user) or {}).get("groups") or ())
@@ -254,10 +271,12 @@ async def investigate_offline(
 ) -> InvestigationResult:
     from sleuth_agent import Settings as AgentSettings
     from sleuth_agent import investigate
+    from sleuth_common.mcp import use_inventory
 
     settings = AgentSettings(clusters=[oc.cluster], identity=oc.identity)
     scope = await oc.scope_for(user)
-    return await investigate(oc.job(user, question, alert), scope, settings)
+    with use_inventory(oc.inventory):  # the filter's names index, as the agent gets it
+        return await investigate(oc.job(user, question, alert), scope, settings)
 
 
 # -- scoring ----------------------------------------------------------------------------------

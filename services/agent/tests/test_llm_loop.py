@@ -74,7 +74,10 @@ async def test_alice_is_answered_through_the_loop_without_leaks(demo_snapshot: P
     assert "list_nodes" not in " ".join(first.tool_names), "cluster-admin tools are not offered to alice"
     # The model's answer, with its reads as evidence of this run.
     new_ids = [e.id for e in result.evidence if e.id not in {b.id for b in base.evidence}]
-    assert len(new_ids) == 3 and all(i in result.answer_markdown for i in new_ids)
+    # alice may not get secrets in team-a (the demo's `view` role): the Secret read is withheld,
+    # so two of the three reads are evidence, and the model was told why the third was not.
+    assert len(new_ids) == 2 and all(i in result.answer_markdown for i in new_ids)
+    assert "withheld" in fake.requests[1].raw
     assert "checkout-api is OOM-killed" in result.answer_markdown
     assert result.root_cause == base.root_cause
     assert ("tool_calls", "demo: kubectl get pods -n team-a -o wide") in progress

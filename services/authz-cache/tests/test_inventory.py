@@ -214,4 +214,4 @@ async def test_inventory_of_the_demo_cluster(bus: NatsBroker, sim) -> None:
     assert "billing-api" not in reply.names["team-a"]  # each name under its own namespace only
     # the index was built as authz-cache's own identity, with nothing but list calls
     reads = [r for r in sim.audit.records() if r.user == "sleuth-authz" and r.verb == "list"]
-    assert {r.resource for r in reads} == {"pods", "services", "endpoints"}
+    assert {r.resource for r in reads} == {"pods", "services"}

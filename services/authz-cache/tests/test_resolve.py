@@ -18,7 +18,9 @@ from sleuth_common.subjects import Subjects
 TOKEN_ENV = "SLEUTH_TEST_AUTHZ_TOKEN_RESOLVE"
 
 
-def test_index_skips_host_network_pods_and_conflicts() -> None:
+def test_index_takes_ips_from_pods_and_service_ips_only() -> None:
+    """Never from Endpoints: a selector-less Service's Endpoints (writable by a tenant) could
+    name a node's IP and so claim the Node, and everything that IP names, for the tenant."""
     pods = [
         {"metadata": {"namespace": "team-a", "name": "api"}, "status": {"podIP": "10.1.0.1", "podIPs": [{"ip": "10.1.0.1"}]}},
         {"metadata": {"namespace": "kube-system", "name": "proxy"}, "spec": {"hostNetwork": True},
@@ -28,10 +30,9 @@ def test_index_skips_host_network_pods_and_conflicts() -> None:
     ]
     services = [{"metadata": {"namespace": "team-b", "name": "db"}, "spec": {"clusterIP": "None"}},
                 {"metadata": {"namespace": "team-b", "name": "web"}, "spec": {"clusterIPs": ["10.96.0.5"]}}]
-    endpoints = [{"metadata": {"namespace": "team-b", "name": "web"},
-                  "subsets": [{"addresses": [{"ip": "10.1.0.7"}], "notReadyAddresses": [{"ip": "10.1.0.8"}]}]}]
-    index = build_index(pods, services, endpoints)
-    assert index.ips == {"10.1.0.1": "team-a", "10.96.0.5": "team-b", "10.1.0.7": "team-b", "10.1.0.8": "team-b"}
+    index = build_index(pods, services)
+    assert index.ips == {"10.1.0.1": "team-a", "10.96.0.5": "team-b"}
+    assert "10.0.0.11" not in index.ips  # a hostNetwork pod's IP is its node's
     assert index.names["web"] == {"team-b"} and "None" not in index.ips
 
 

@@ -24,7 +24,7 @@ from sleuth_agent.settings import Settings
 from sleuth_common.audit import tool_call_event
 from sleuth_common.channels import intersect_scopes, member_entries, member_requesters
 from sleuth_common.identity import IdentityError, IdentityVerifier
-from sleuth_common.mcp import ToolAuditEvent, bus_resolver, use_resolver
+from sleuth_common.mcp import ToolAuditEvent, bus_inventory, bus_resolver, use_inventory, use_resolver
 from sleuth_common.messages import (
     InvestigationJob,
     InvestigationResult,
@@ -67,6 +67,7 @@ class JobHandler:
         self.metrics = metrics
         self.redis = redis
         self.subjects = Subjects(settings.prefix)
+        self._inventory = bus_inventory(nc, settings.prefix, timeout=settings.authz.request_timeout)
 
     def _key(self, job_id: str) -> str:
         return f"{self.settings.prefix}:agent:answered:{job_id}"
@@ -199,8 +200,10 @@ class JobHandler:
                         }
                     ).encode(),
                 )
-            # IPs in tool results resolve through authz-cache (sleuth.authz.resolve) for the filter.
-            with use_resolver(bus_resolver(self.nc, self.settings.prefix, timeout=self.settings.authz.request_timeout)):
+            # IPs resolve, and other namespaces' object names come, from authz-cache (the filter).
+            timeout = self.settings.authz.request_timeout
+            with use_resolver(bus_resolver(self.nc, self.settings.prefix, timeout=timeout)), \
+                    use_inventory(self._inventory):
                 result = await investigate(job, scope, self.settings, progress=progress, on_audit=audit)
                 if self.llm is not None:
                     result, llm_run = await self.llm.run(

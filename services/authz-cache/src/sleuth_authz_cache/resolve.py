@@ -53,8 +53,11 @@ def _add(index: IpIndex, conflicts: set[str], ip: Any, ns: str) -> None:
         conflicts.add(ip)
 
 
-def build_index(pods: Iterable[dict[str, Any]], services: Iterable[dict[str, Any]],
-                endpoints: Iterable[dict[str, Any]]) -> IpIndex:
+def build_index(pods: Iterable[dict[str, Any]], services: Iterable[dict[str, Any]]) -> IpIndex:
+    """IP → namespace from Pod objects (never a hostNetwork pod: its IP is its node's) and from
+    Services' cluster IPs (allocated from the service range, never a node's). Endpoints are not
+    read: anyone who may write a selector-less Service's Endpoints could otherwise claim any IP
+    (a node's) for their namespace, and with it everything that IP names."""
     index = IpIndex(built=time.monotonic())
     conflicts: set[str] = set()
 
@@ -85,18 +88,6 @@ def build_index(pods: Iterable[dict[str, Any]], services: Iterable[dict[str, Any
         _add(index, conflicts, spec.get("clusterIP"), ns)
         for ip in spec.get("clusterIPs") or []:
             _add(index, conflicts, ip, ns)
-    for ep in endpoints:
-        ns, _name = meta(ep)
-        if not ns:
-            continue
-        for subset in ep.get("subsets") or []:
-            for key in ("addresses", "notReadyAddresses"):
-                for addr in (subset or {}).get(key) or []:
-                    if isinstance(addr, dict):
-                        target = addr.get("targetRef") or {}
-                        if target.get("kind") == "Node":
-                            continue
-                        _add(index, conflicts, addr.get("ip"), ns)
     return index
 
 
@@ -128,10 +119,8 @@ class Resolver:
         lister = getattr(self._backend, "list_objects", None)
         if lister is None:
             raise BackendError("this authz backend cannot resolve IPs")
-        pods, services, endpoints = await asyncio.gather(
-            lister(cluster, "pods"), lister(cluster, "services"), lister(cluster, "endpoints")
-        )
-        index = build_index(pods, services, endpoints)
+        pods, services = await asyncio.gather(lister(cluster, "pods"), lister(cluster, "services"))
+        index = build_index(pods, services)
         if self._ttl > 0:
             self._indexes[cluster] = index
         return index

@@ -8,7 +8,16 @@ is returned; failures come back as ``ToolResult(status="error")``, never as exce
 from sleuth_common.mcp._client import ScopedMcpClient, rules_for_server
 from sleuth_common.mcp._commands import kubectl_command
 from sleuth_common.mcp._mux import ClusterTools
-from sleuth_common.mcp._resolve import IpResolver, bus_resolver, current_resolver, use_resolver
+from sleuth_common.mcp._resolve import (
+    InventoryProvider,
+    IpResolver,
+    bus_inventory,
+    bus_resolver,
+    current_inventory,
+    current_resolver,
+    use_inventory,
+    use_resolver,
+)
 from sleuth_common.mcp._result import (
     AuditCallback,
     AuditOutcome,
@@ -22,15 +31,19 @@ __all__ = [
     "AuditCallback",
     "AuditOutcome",
     "ClusterTools",
+    "InventoryProvider",
     "IpResolver",
     "ScopedMcpClient",
     "ToolAuditEvent",
     "ToolInfo",
     "ToolResult",
     "ToolStatus",
+    "bus_inventory",
     "bus_resolver",
+    "current_inventory",
     "current_resolver",
     "kubectl_command",
     "rules_for_server",
+    "use_inventory",
     "use_resolver",
 ]

@@ -26,17 +26,19 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sleuth_common.config import McpServerSettings
 from sleuth_common.mcp._commands import kubectl_command
-from sleuth_common.mcp._resolve import IpResolver, current_resolver
+from sleuth_common.mcp._resolve import InventoryProvider, IpResolver, current_inventory, current_resolver
 from sleuth_common.mcp._result import AuditCallback, ToolAuditEvent, ToolInfo, ToolResult, ToolStatus
 from sleuth_common.redact import redact_text
 from sleuth_common.scope import (
     FilterOutcome,
+    ForeignNames,
     Scope,
     ToolRule,
     ToolRules,
     cap_text,
     default_rules,
     filter_result,
+    namespaces_in_arguments,
     parse_result,
     prepare_call,
     strip_markers,
@@ -59,6 +61,9 @@ UNCHECKED_MESSAGE = (
 )
 _T = TypeVar("_T")
 _CLUSTER_WIDE = Scope(frozenset(), cluster_wide=True)
+# Built name indexes by (inventory object, caller's namespaces): one per scope while the
+# provider hands out the same inventory (``bus_inventory`` reuses it for a few seconds).
+_NAME_INDEXES: dict[tuple[int, frozenset[str]], tuple[Any, ForeignNames]] = {}
 _GLOBAL_RULE = ToolRule(namespace_args=(), namespace_list_args=(), namespaced=False, fan_out=False)
 
 
@@ -115,6 +120,7 @@ class ScopedMcpClient:
         resolver: IpResolver | None = None,
         is_global: bool = False,
         auth: httpx2.Auth | None = None,
+        inventory: InventoryProvider | None = None,
     ) -> None:
         if max_result_bytes is not None:
             server = server.model_copy(update={"filter_bytes": max_result_bytes})
@@ -133,6 +139,8 @@ class ScopedMcpClient:
         self.max_result_chars = max_result_chars
         self.resolver = resolver
         self._auth = auth
+        self.inventory = inventory
+        self._names_task: asyncio.Task[None] | None = None
         # Identity headers come only from the authenticated caller, never from tool arguments
         # or caller-supplied headers.
         self._headers = {k: v for k, v in (headers or {}).items() if k.lower() != "x-remote-user"}
@@ -303,6 +311,7 @@ class ScopedMcpClient:
         )
         if prep.refusal is not None:
             return res("denied", error=prep.refusal.message, reason=prep.refusal.reason)
+        await self._foreign_names()
         sent = prep.args
         client = self._client
         if client is None:
@@ -338,13 +347,17 @@ class ScopedMcpClient:
         # A self-authorized server scoped the call to the caller's own identity, so its text may
         # pass; its structured results are still filtered (defence in depth).
         pinned = prep.pinned or self.server.self_authorized
-        outcome = await self._filter(text, scope, pinned)
+        # The namespaces the arguments pinned the call to: records naming none belong to them.
+        pins = tuple(prep.fan_out) or (
+            tuple(namespaces_in_arguments(sent, self.rules.rule_for(tool))) if prep.pinned else ()
+        )
+        outcome = await self._filter(text, scope, pinned, pins=pins)
         if outcome.unresolved_ips:
             resolver = self.resolver or current_resolver()
             if resolver is not None:
                 ips = await _resolve(resolver, self.cluster, sorted(outcome.unresolved_ips))
                 if ips:
-                    outcome = await self._filter(text, scope, pinned, ips)
+                    outcome = await self._filter(text, scope, pinned, ips, pins=pins)
         if outcome.outcome == "withheld":
             return res("withheld", error=outcome.reason, reason=_withheld_code(outcome), calls=calls)
         shown, cut = cap_text(outcome.text, self.max_result_chars)
@@ -353,14 +366,44 @@ class ScopedMcpClient:
             cut=cut, calls=calls,
         )
 
+    async def _foreign_names(self) -> None:
+        """Attach the index of other namespaces' object names to the scope once (the filter
+        withholds kept text that names them). Shared by concurrent first calls."""
+        if self._names_task is None:
+            self._names_task = asyncio.create_task(self._load_names())
+        await asyncio.shield(self._names_task)
+
+    async def _load_names(self) -> None:
+        scope = self.scope
+        if scope.cluster_wide or scope.foreign_names is not None or self.server.unscoped or self.is_global:
+            return
+        provider = self.inventory or current_inventory()
+        if provider is None:
+            return
+        try:
+            inventory = await provider(self.cluster)
+        except Exception:  # a provider is an edge (the bus): no index, namespace names still caught
+            log.warning("names inventory unavailable", exc_info=True)
+            return
+        if inventory:
+            key = (id(inventory), scope.namespaces)
+            names = _NAME_INDEXES.get(key)
+            if names is None or names[0] is not inventory:
+                built = await asyncio.to_thread(ForeignNames.build, inventory, scope.namespaces)
+                if len(_NAME_INDEXES) >= 64:
+                    _NAME_INDEXES.clear()
+                names = _NAME_INDEXES[key] = (inventory, built)
+            self.scope = dataclasses.replace(scope, foreign_names=names[1])
+
     async def _filter(
-        self, text: str, scope: Scope, pinned: bool, ips: Mapping[str, str] | None = None
+        self, text: str, scope: Scope, pinned: bool, ips: Mapping[str, str] | None = None,
+        *, pins: tuple[str, ...] = (),
     ) -> FilterOutcome:
         """``filter_result``; for a result over ``OFF_LOOP_CHARS`` in a worker thread, waited for
         at most ``filter_timeout`` seconds. Not checked in time, or not at all: withheld."""
         outcome = await _off_loop(
             len(text), self.server.filter_timeout, filter_result, text, scope,
-            pinned=pinned, max_bytes=self.server.filter_bytes, ips=ips,
+            pinned=pinned, max_bytes=self.server.filter_bytes, ips=ips, pinned_namespaces=pins,
         )
         if isinstance(outcome, _Unchecked):
             return FilterOutcome("withheld", None, 0, outcome.message.format(scope=self.scope.describe()))

@@ -11,13 +11,23 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from sleuth_common.messages.authz import ResolveReply, ResolveRequest
+from sleuth_common.messages.authz import InventoryReply, InventoryRequest, ResolveReply, ResolveRequest
 from sleuth_common.subjects import Subjects
 
-__all__ = ["IpResolver", "bus_resolver", "current_resolver", "use_resolver"]
+__all__ = [
+    "InventoryProvider",
+    "IpResolver",
+    "bus_inventory",
+    "bus_resolver",
+    "current_inventory",
+    "current_resolver",
+    "use_inventory",
+    "use_resolver",
+]
 
 log = logging.getLogger(__name__)
 
@@ -57,3 +67,57 @@ def bus_resolver(nc: Any, prefix: str = "sleuth", *, timeout: float = 2.0) -> Ip
         return dict(reply.ips)
 
     return resolve
+
+
+# -- the names index (``sleuth.authz.inventory``) ------------------------------------------------
+INVENTORY_REUSE = 10.0
+"""Seconds one process reuses a cluster's inventory (authz-cache caches it too)."""
+
+InventoryProvider = Callable[[str], Awaitable[Mapping[str, Sequence[str]]]]
+"""``async (cluster) -> {namespace: [object names]}``: what the filter's foreign-name scan
+indexes (DESIGN §2 step 3). An empty map means no index: foreign *namespace* names are still
+caught in kept text, foreign object names are not."""
+
+_INVENTORY: contextvars.ContextVar[InventoryProvider | None] = contextvars.ContextVar(
+    "sleuth_inventory", default=None
+)
+
+
+def current_inventory() -> InventoryProvider | None:
+    return _INVENTORY.get()
+
+
+@contextlib.contextmanager
+def use_inventory(provider: InventoryProvider | None) -> Iterator[None]:
+    token = _INVENTORY.set(provider)
+    try:
+        yield
+    finally:
+        _INVENTORY.reset(token)
+
+
+def bus_inventory(nc: Any, prefix: str = "sleuth", *, timeout: float = 2.0) -> InventoryProvider:
+    """An inventory provider asking authz-cache (``<prefix>.authz.inventory``), which caches it;
+    any failure is an empty inventory (logged)."""
+    subject = Subjects(prefix).authz_inventory
+    recent: dict[str, tuple[float, Mapping[str, Sequence[str]]]] = {}
+
+    async def inventory(cluster: str) -> Mapping[str, Sequence[str]]:
+        hit = recent.get(cluster)
+        if hit is not None and hit[0] > time.monotonic():
+            return hit[1]  # the same object: indexes built from it are reused
+        req = InventoryRequest(cluster=cluster)
+        try:
+            msg = await nc.request(subject, req.to_bytes(), timeout=timeout)
+            reply = InventoryReply.model_validate_json(msg.data)
+        except Exception as exc:  # the bus edge: no index, never an exception into a tool call
+            log.warning("names inventory of %s unavailable: %s", cluster, type(exc).__name__)
+            return {}
+        if reply.error:
+            log.warning("names inventory of %s unavailable: %s", cluster, reply.error)
+            return {}
+        names = dict(reply.names)
+        recent[cluster] = (time.monotonic() + INVENTORY_REUSE, names)
+        return names
+
+    return inventory
