@@ -32,6 +32,7 @@ was refused, the prose around fenced blocks); ``parse_result`` is the two-value 
 from __future__ import annotations
 
 import base64
+import contextvars
 import json
 import math
 import re
@@ -120,14 +121,27 @@ def parse_result(text: str) -> tuple[Any, bool]:
     return p.data, p.structured
 
 
-def parse_checked(text: str) -> Parsed:
+def parse_checked(text: str, *, depth_bounded_by_caller: bool = False) -> Parsed:
     """Parse one tool result. Never raises.
+
+    ``depth_bounded_by_caller``: skip the separate depth check of parsed JSON (about a fifth of
+    the filter's time on a large list) because the caller walks the value with a depth limit of
+    its own and withholds what exceeds it (the scope filter's walk does). ``json.loads`` itself
+    never builds a value deeper than the interpreter's recursion limit.
 
     Structured: a JSON object or array; NDJSON or concatenated JSON (two or more objects or
     arrays separated only by whitespace → a list); YAML that is a list holding objects or lists, or an object with a nested object/list
     or a namespace key (so a log line such as ``ERROR: boom`` stays text); several YAML
     documents each like that (→ a list); fenced blocks of any of these inside Markdown.
     """
+    token = _DEPTH_BOUNDED.set(depth_bounded_by_caller)
+    try:
+        return _parse_checked(text)
+    finally:
+        _DEPTH_BOUNDED.reset(token)
+
+
+def _parse_checked(text: str) -> Parsed:
     try:
         if not isinstance(text, str):
             text = bytes(text).decode("utf-8", errors="replace") if isinstance(text, bytes | bytearray) else str(text)
@@ -280,8 +294,12 @@ def _float(s: str) -> float | str:
     return f if math.isfinite(f) else s
 
 
+_DEPTH_BOUNDED = contextvars.ContextVar("sleuth_parse_depth_bounded", default=False)
+
+
 def _checked_json(data: Any) -> Any:
-    _check_tree(data)
+    if not _DEPTH_BOUNDED.get():
+        _check_tree(data)
     return data
 
 

@@ -498,7 +498,7 @@ def _filter_result(
     if max_bytes is not None and len(text) > max_bytes and not scope.cluster_wide:
         return FilterOutcome("withheld", None, 0, TOO_LARGE_MESSAGE.format(limit=max_bytes, scope=scope.describe()))
     text = _unwrap_json_string(strip_markers(text))
-    parsed = parse_checked(text)
+    parsed = parse_checked(text, depth_bounded_by_caller=True)  # the walk limits depth itself
     if parsed.refused:  # looked structured but broke a parsing limit: never shown as text
         return FilterOutcome("withheld", None, 0, REFUSED_MESSAGE.format(refused=parsed.refused, scope=scope.describe()))
     data = parsed.data
