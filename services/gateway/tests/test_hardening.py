@@ -370,7 +370,17 @@ def _slow_client_on(sock: socket.socket, body: bytes, deadline: float) -> tuple[
         got += chunk
         if b"\r\n\r\n" in got:
             break
-    return time.monotonic() - t0, got
+    elapsed = time.monotonic() - t0
+    # The response's body may come in a later segment than its head: read it to the end.
+    while b"\r\n\r\n" in got and time.monotonic() - t0 < deadline:
+        try:
+            chunk = sock.recv(4096)
+        except (TimeoutError, OSError):
+            break
+        if not chunk:
+            break
+        got += chunk
+    return elapsed, got
 
 
 # ------------------------------------------------------------------ 7. response headers
