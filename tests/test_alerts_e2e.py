@@ -188,6 +188,11 @@ def test_an_admins_mark_never_widens_what_the_channel_sees(stack: Stack, demo_sn
     assert "outside" in text, text
     leaked = sorted(n for n in team_b if n in json.dumps(channel(stack)))
     assert not leaked, f"team-b names reached team-a-alerts after carol's mark: {leaked}"
+    # ... and what every member may read is still investigated under carol's mark.
+    before = len(msgs)
+    assert post_alert(stack, crash_looping("payments-worker-5c6d7e8f9a-mt4zq", "team-a", "g-mark-a")).status_code == 200
+    text = wait_for_messages(stack, before + 1)[-1]["text"]
+    assert "Root cause" in text and "outside" not in text, text
 
 
 def test_no_service_was_refused_anything_on_the_bus(stack: Stack) -> None:

@@ -88,3 +88,18 @@ async def test_long_alert_text_is_cut(start_alerts) -> None:
         (post,) = await s.bus.wait_posts(1)
     (line,) = [line for line in post.text.splitlines() if "KubePodCrashLooping" in line]
     assert len(line) <= 600 and "…" in line
+
+
+def test_an_alert_is_shown_only_when_every_namespace_it_names_is_readable() -> None:
+    from sleuth_alerts.triage import in_scope
+    from sleuth_common.messages import AlertRef, ClusterScope, ScopeReply
+
+    team_a = ScopeReply(user="alice", clusters={"demo": ClusterScope(namespaces=("team-a",))})
+    def alert(**labels: str) -> AlertRef:
+        return AlertRef(labels={"alertname": "X", **labels})
+
+    assert in_scope(alert(namespace="team-a"), "demo", team_a)
+    assert not in_scope(alert(namespace="team-a", exported_namespace="team-b"), "demo", team_a)
+    assert not in_scope(alert(namespace="team-a", kubernetes_namespace="team-b"), "demo", team_a)
+    assert in_scope(alert(namespace="team-a", exported_namespace="team-a"), "demo", team_a)
+    assert not in_scope(alert(node="n1"), "demo", team_a)  # no namespace: cluster-wide only

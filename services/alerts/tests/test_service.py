@@ -132,7 +132,7 @@ async def test_alerts_on_investigates_as_the_marker(start_alerts):
             return AlertChannelReply.model_validate_json(msg.data)
 
         on = await ask("on", "bob", ("team-b",))
-        assert on.marked_by == "bob" and "everyone in this channel sees what bob can see" in on.text.lower()
+        assert on.marked_by == "bob" and "fits every member of this channel" in on.text.lower()
         status = await ask("status", "alice", ("team-a",))
         assert "bob" in status.text and "nobody" in status.text and status.run_as == "bob"
         await s.post("nobody", payload(alert(pod="inventory-db-1", namespace="team-b")))

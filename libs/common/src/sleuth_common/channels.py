@@ -19,7 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sleuth_common.messages import ClusterScope, Requester, ScopeReply
 
-__all__ = ["ChannelDirectory", "ChannelSettings", "intersect_scopes", "member_entries", "member_requesters"]
+__all__ = [
+    "ChannelDirectory",
+    "ChannelSettings",
+    "audience_claims",
+    "intersect_scopes",
+    "member_entries",
+    "member_requesters",
+]
 
 
 class ChannelSettings(BaseModel):
@@ -92,6 +99,12 @@ def member_requesters(members: Iterable[str], known: Iterable[Requester] = ()) -
         else:
             out.append(Requester(user="", groups=(name,)))
     return tuple(out)
+
+
+def audience_claims(audience: Iterable[Requester]) -> tuple[str, ...]:
+    """The members as signed into an assertion: ``user|group,group`` per identity, sorted, so a
+    job's ``audience`` cannot be changed without breaking its signature."""
+    return tuple(sorted({f"{r.user}|{','.join(sorted(set(r.groups)))}" for r in audience}))
 
 
 def _meet(a: set[str] | None, b: set[str] | None) -> set[str] | None:

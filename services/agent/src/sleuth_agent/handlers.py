@@ -22,7 +22,7 @@ from sleuth_agent.metrics import Metrics
 from sleuth_agent.rca import investigate
 from sleuth_agent.settings import Settings
 from sleuth_common.audit import tool_call_event
-from sleuth_common.channels import intersect_scopes, member_entries, member_requesters
+from sleuth_common.channels import audience_claims, intersect_scopes
 from sleuth_common.identity import IdentityError, IdentityVerifier
 from sleuth_common.mcp import ToolAuditEvent, bus_inventory, bus_resolver, use_inventory, use_resolver
 from sleuth_common.messages import (
@@ -110,7 +110,7 @@ class JobHandler:
             return "the identity does not match the requester"
         if who.job and who.job != job.id:
             return "the identity belongs to another request"
-        if set(who.members) != set(member_entries(job.audience)):
+        if set(who.members) != set(audience_claims(job.audience)):
             return "the identity names other readers than the request"
         if self.redis is not None and who.assertion_id:
             key = f"{self.settings.prefix}:agent:assertion:{who.assertion_id}"
@@ -126,7 +126,7 @@ class JobHandler:
     async def resolve_scope(self, job: InvestigationJob) -> ScopeReply:
         """The requester's scope; for a post several people read (``job.audience``), the
         intersection with every member's (``sleuth_common.channels``)."""
-        who = [job.requester, *member_requesters(job.audience, known=(job.requester,))]
+        who = [job.requester, *job.audience]
         replies = await asyncio.gather(*(self._scope_of(r) for r in who))
         return replies[0] if len(replies) == 1 else intersect_scopes(replies)
 

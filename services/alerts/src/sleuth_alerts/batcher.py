@@ -55,7 +55,7 @@ from sleuth_alerts.triage import (
     question,
     skip_reason,
 )
-from sleuth_common.channels import intersect_scopes, member_entries, member_requesters
+from sleuth_common.channels import audience_claims, intersect_scopes, member_requesters
 from sleuth_common.identity import IdentityError, signer_from_settings
 from sleuth_common.messages import (
     AlertmanagerWebhook,
@@ -277,16 +277,24 @@ class Batcher:
                 return Requester(user=route.run_as.user, groups=tuple(route.run_as.groups)), ""
         return None, ""
 
-    def _members(self, target: str) -> tuple[str, ...]:
-        """Who reads ``target`` (member entries); () for a target with no configured members."""
+    async def _members(self, target: str, who: Requester) -> tuple[Requester, ...]:
+        """Who reads ``target``: one identity per member entry (() when none are configured).
+        A ``user:`` member's groups are those Sleuth knows: the marker's, the route's ``run_as``."""
         name = web_channel(target)
         channel = self.settings.gateway.channel(name) if name else None
-        return member_entries(channel.members) if channel is not None else ()
+        if channel is None:
+            return ()
+        known = [who, *(Requester(user=r.run_as.user, groups=tuple(r.run_as.groups))
+                        for r in self.cfg.routes if r.target == target and r.run_as is not None)]
+        mark = await self.store.get_mark(target)
+        if mark is not None and mark.user:
+            known.append(Requester(user=mark.user, groups=mark.groups))
+        return member_requesters(channel.members, known=known)
 
-    async def _scope(self, who: Requester, members: tuple[str, ...] = ()) -> ScopeReply:
+    async def _scope(self, who: Requester, members: tuple[Requester, ...] = ()) -> ScopeReply:
         """``who``'s scope narrowed to what every member of the channel may read: marking a
         channel chooses whose identity reads the cluster, never widens what the channel sees."""
-        replies = [await self._scope_of(r) for r in (who, *member_requesters(members, known=(who,)))]
+        replies = [await self._scope_of(r) for r in (who, *members)]
         return replies[0] if len(replies) == 1 else intersect_scopes(replies)
 
     async def _scope_of(self, who: Requester) -> ScopeReply:
@@ -299,12 +307,12 @@ class Batcher:
         except (NatsTimeout, NoRespondersError, NatsError, TimeoutError, ValidationError) as exc:
             raise ScopeUnavailable(type(exc).__name__) from exc
 
-    def _assert(self, who: Requester, job_id: str, members: tuple[str, ...]) -> str:
+    def _assert(self, who: Requester, job_id: str, members: tuple[Requester, ...]) -> str:
         if self.signer is None:
             return ""
         try:
             return self.signer.mint(who.user, who.groups, audience=self.settings.identity.job_audience,
-                                    job=job_id, members=members)
+                                    job=job_id, members=audience_claims(members))
         except IdentityError as e:
             log.warning("cannot sign the alert investigation's identity: %s", e, extra={"batch": job_id})
             return ""
@@ -328,7 +336,7 @@ class Batcher:
         if who is None:
             await self._post(batch, compose.no_identity(batch.cluster, batch.new), "no_identity")
             return
-        members = self._members(batch.target)
+        members = await self._members(batch.target, who)
         try:
             scope = await self._scope(who, members)
         except ScopeUnavailable as exc:

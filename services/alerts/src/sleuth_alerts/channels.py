@@ -55,7 +55,8 @@ class ChannelCommands:
             await self.store.mark(target, req.user, req.groups, self.clock())
             text = (
                 f"🔔 **{req.user}** turned alerts on here: alerts for this channel are now investigated "
-                f"with **{req.user}**'s access. Everyone in this channel sees what {req.user} can see. "
+                f"as **{req.user}**. What is posted here fits every member of this channel: only what "
+                "all of you may read is shown, alerts about anything else are counted, not named. "
                 "`alerts off` stops this." + no_route
             )
             return AlertChannelReply(text=text, marked_by=req.user, run_as=req.user, routes=routes)

@@ -73,10 +73,11 @@ def listing(alerts: Sequence[AlertRef], *, limit: int = _MAX_LISTED) -> str:
 def access_note(run_as: str, marked_by: str) -> str:
     if marked_by:
         return (
-            f"Investigated with **{plain(run_as, _NAME)}**'s access (they said `alerts on` here): "
-            "everyone in this channel sees what they can see."
+            f"Investigated as **{plain(run_as, _NAME)}** (they said `alerts on` here), showing only what "
+            "every member of this channel may read."
         )
-    return f"Investigated with the access of **{plain(run_as, _NAME)}** (this alert route's identity)."
+    return (f"Investigated as **{plain(run_as, _NAME)}** (this alert route's identity), showing only what "
+            "every member of this channel may read.")
 
 
 def _header(cluster: str, new: int, ctx: int, hidden: int) -> str:

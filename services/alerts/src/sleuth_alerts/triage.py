@@ -203,17 +203,23 @@ def question(cluster: str, alerts: Sequence[AlertRef]) -> str:
     return f"Alerts firing{where}: {listed}. Do these alerts share a cause?"
 
 
+_NAMESPACE_LABEL = re.compile(r"(?i)(^|_)namespace$")
+
+
 def in_scope(alert: AlertRef, cluster: str, scope: ScopeReply) -> bool:
     """May the investigating identity read what this alert is about?
 
-    A namespaced alert needs that namespace on its cluster (on any cluster when the alert names
-    none); an alert without a namespace label (nodes, the control plane) needs cluster-wide read."""
-    ns = alert.labels.get("namespace", "")
+    A namespaced alert needs its namespace on its cluster (on any cluster when the alert names
+    none); an alert without a namespace label (nodes, the control plane) needs cluster-wide read.
+    Every label that names a namespace counts (``namespace``, and ``exported_namespace``,
+    ``kubernetes_namespace`` … as scrape relabelling produces): all must be readable, so a
+    ``namespace: team-a`` alert about another tenant's ``exported_namespace`` is not shown."""
+    named = {v for k, v in alert.labels.items() if _NAMESPACE_LABEL.search(k) and v}
     clusters = [cluster] if cluster else list(scope.clusters)
     for name in clusters:
         cs = scope.clusters.get(name)
         if cs is None:
             continue
-        if cs.cluster_wide or (ns and ns in cs.namespaces):
+        if cs.cluster_wide or (named and named <= set(cs.namespaces)):
             return True
     return False

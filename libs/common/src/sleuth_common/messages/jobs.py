@@ -75,10 +75,11 @@ class InvestigationJob(Message):
     review: bool = False
     reply_subject: str = ""
     chat_target: str = ""
-    audience: tuple[str, ...] = ()
+    audience: tuple[Requester, ...] = ()
     """Everyone who will read the answer when it goes where several people read it (a channel):
-    member entries (``user:NAME`` / ``group:NAME``). The agent investigates with the intersection
-    of the requester's and every member's scope; the signed ``identity`` names the same members."""
+    one identity per member (a group member as ``user=""`` with that group). The agent
+    investigates with the intersection of the requester's and every member's scope; the signed
+    ``identity`` names the same members (``sleuth_common.channels.audience_claims``)."""
     identity: str = Field(default="", repr=False)
     """A signed assertion of ``requester`` (``sleuth_common.identity``, audience ``sleuth-agent``)
     from the component that authenticated them: authz-cache for a person's login, alerts for a
