@@ -233,7 +233,9 @@ def offline_cluster(
         try:
             settings = KubeMcpSettings.model_validate(
                 {"kube_mcp": {"port": 0, "kubeconfig": str(sim.kubeconfig(READER_USER)), "cluster_name": cname,
-                              "require_identity": impersonate},
+                              "require_identity": impersonate,
+                              # offline without --as reads as an admin (system:masters), in-process only
+                              "refused_groups": []},
                  "identity": identity.model_dump()}
             )
             mcp = serve_in_thread(settings)

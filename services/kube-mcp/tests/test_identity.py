@@ -62,6 +62,8 @@ FORGED = [
     Forged("unsigned", lambda s, o: {ASSERTION_HEADER: "eyJhbGciOiJub25lIn0.eyJzdWIiOiJjYXJvbCJ9."}, "EdDSA"),
     Forged("too long-lived", lambda s, o: as_user(s, "carol", ttl=3600), "longer than"),
     Forged("a bearer token instead", lambda s, o: {"Authorization": "Bearer demo-carol-token"}, "no identity"),
+    Forged("validly signed, as system:masters", lambda s, o: as_user(s, "mallory", ("system:masters",)),
+           "does not act as a member of system:masters"),
 ]
 
 

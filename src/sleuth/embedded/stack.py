@@ -133,7 +133,16 @@ class Stack:
                 "password": self.credentials.redis[user]}
 
     def token(self, user: str) -> str:
-        return str(self.users[user]["token"])
+        """A user's bearer token: the snapshot's (demo users), else the one simcluster made for
+        this run and wrote into that user's kubeconfig (Sleuth's own identities)."""
+        token = (self.users.get(user) or {}).get("token")
+        if token:
+            return str(token)
+        path = (self.sim_info.get("kubeconfigs") or {}).get(user)
+        if not path:
+            raise KeyError(f"no token for {user!r}")
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        return str(doc["users"][0]["user"]["token"])
 
     def demo_users(self) -> dict[str, str]:
         """Human users and their demo tokens (service identities left out)."""

@@ -48,8 +48,14 @@ class IdentityGate:
     """Turns request headers into the :class:`Caller` a read is made as."""
 
     def __init__(
-        self, verifier: IdentityVerifier | None, *, require: bool = True, accept_caller_token: bool = False
+        self,
+        verifier: IdentityVerifier | None,
+        *,
+        require: bool = True,
+        accept_caller_token: bool = False,
+        refused_groups: frozenset[str] = frozenset({"system:masters"}),
     ) -> None:
+        self.refused_groups = refused_groups
         if require and verifier is None and not accept_caller_token:
             raise ValueError("require_identity needs a verification key or accept_caller_token")
         self.verifier = verifier
@@ -64,6 +70,10 @@ class IdentityGate:
                 who = self.verifier.verify(assertion)
             except IdentityError as e:
                 raise Unauthenticated(str(e)) from e
+            if refused := sorted(self.refused_groups & set(who.groups)):
+                # Members of these groups bypass RBAC: even a valid assertion (a leaked signing
+                # key) must not turn kube-mcp's impersonation right into theirs.
+                raise Unauthenticated(f"kube-mcp does not act as a member of {', '.join(refused)}")
             return Caller(user=who.user, groups=who.groups, job=who.job)
         if self.accept_caller_token and (token := _bearer(headers)):
             return Caller(token=token)

@@ -56,7 +56,8 @@ def identity_gate(settings: Settings) -> IdentityGate:
     if not k.require_identity:
         log.warning("kube-mcp: require_identity is off; anyone who reaches %s:%s reads with its own rights",
                     k.host, k.port)
-    return IdentityGate(verifier, require=k.require_identity, accept_caller_token=k.accept_caller_token)
+    return IdentityGate(verifier, require=k.require_identity, accept_caller_token=k.accept_caller_token,
+                        refused_groups=frozenset(k.refused_groups))
 
 
 def create_mcp_server(settings: Settings, access: ClusterAccess | None = None) -> tuple[MCPServer, Metrics]:

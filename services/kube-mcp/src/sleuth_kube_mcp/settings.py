@@ -30,6 +30,9 @@ class KubeMcpSettings(BaseModel):
     section: ``verify_key_files``) nor, with ``accept_caller_token``, a bearer token. Reads are
     then made as that identity (impersonation). ``false`` lets anyone who reaches the port read
     with kube-mcp's own rights: only for a server nothing but Sleuth's agent can reach."""
+    refused_groups: list[str] = Field(default_factory=lambda: ["system:masters"])
+    """Groups kube-mcp never impersonates, even with a valid assertion (``system:masters``
+    bypasses RBAC). Give cluster admins an RBAC-bound group (e.g. bound to ``cluster-admin``)."""
     identity_audience: str = ""
     """Audience assertions must name; empty = ``kube-mcp/<cluster_name>`` (what the agent uses)."""
     request_timeout: float = 10.0
