@@ -204,7 +204,10 @@ class ValkeyServer(ManagedProcess):
             "--save", "60 1" if persist else "", "--appendonly", "no", "--protected-mode", "yes",
         ]
         if self.acl_path is not None:
-            argv += ["--aclfile", str(self.acl_path)]
+            # Idle clients (including ones that never log in) are closed after a minute, so
+            # unauthenticated connections cannot hold maxclients; the services' clients retry a
+            # command once on a closed connection.
+            argv += ["--aclfile", str(self.acl_path), "--timeout", "60"]
         if maxmemory:
             argv += ["--maxmemory", maxmemory, "--maxmemory-policy", maxmemory_policy]
         super().__init__("valkey", argv, log_path=log_path)

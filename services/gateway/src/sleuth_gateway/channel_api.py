@@ -22,7 +22,7 @@ from sleuth_gateway.body import parse_json_object, read_body
 from sleuth_gateway.bus import BusError
 from sleuth_gateway.channels import channel_message
 from sleuth_gateway.commands import HELP_TEXT, parse_command
-from sleuth_gateway.errors import BadRequest, DependencyUnavailable, Forbidden, NotFound, PayloadTooLarge
+from sleuth_gateway.errors import BadRequest, DependencyUnavailable, NotFound, PayloadTooLarge
 from sleuth_gateway.handlers import _gw, _identify, _json, _take_question
 from sleuth_gateway.render import render_markdown
 from sleuth_gateway.settings import ChannelSettings
@@ -37,10 +37,10 @@ BOT = "sleuth"
 def _member_channel(request: Request, identity: Identity) -> ChannelSettings:
     name = request.path_params["channel"]
     channel = _gw(request).settings.gateway.channel(name)
-    if channel is None:
-        raise NotFound(f"there is no channel {name!r}")
-    if not channel.admits(identity.user, identity.groups):
-        raise Forbidden(f"you are not a member of channel {name!r}")
+    # One answer for "no such channel" and "not yours": a non-member learns nothing, not even
+    # that the channel exists.
+    if channel is None or not channel.admits(identity.user, identity.groups):
+        raise NotFound(f"you are not a member of a channel {name!r}")
     return channel
 
 
