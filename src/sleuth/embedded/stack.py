@@ -294,8 +294,9 @@ class Stack:
             env = {**self.credentials.service_env(user), **env}
         if user == "authz-cache":  # seals its Redis entries (one secret for all its replicas)
             env = {**env, "SLEUTH_AUTHZ_CACHE_KEY": self._cache_key}
-        if user in IDENTITY_SIGNERS:  # its own signing key, nobody else's
-            env = {**env, "SLEUTH_IDENTITY__SIGNING_KEY_FILE": str(self.identity_keys[IDENTITY_SIGNERS[user]][0])}
+        key = self.identity_keys.get(IDENTITY_SIGNERS.get(user, ""))
+        if key is not None:  # its own signing key, nobody else's
+            env = {**env, "SLEUTH_IDENTITY__SIGNING_KEY_FILE": str(key[0])}
         # Secrets only where they are used: the cluster review token for authz-cache, the alert
         # routes' bearer tokens for alerts.
         owners = {AUTHZ_TOKEN_ENV: "authz-cache",
