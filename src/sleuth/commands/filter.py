@@ -80,6 +80,9 @@ def _cmd_filter(args: argparse.Namespace) -> int:
         if out.redacted:
             body["redacted"] = out.redacted
         line = json.dumps(body, ensure_ascii=False)
+        line.encode("utf-8")  # a lone surrogate from a JSON escape cannot be printed: escape it
+    except UnicodeEncodeError:
+        line = json.dumps(body, ensure_ascii=True)
     except Exception as exc:  # the edge of the process: fail closed, say so in one line
         reason = f"This result was withheld: it could not be checked ({type(exc).__name__})."
         line = json.dumps({"outcome": "withheld", "result": None, "removed": 0, "reason": reason})

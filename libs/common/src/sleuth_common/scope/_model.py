@@ -67,6 +67,46 @@ _KIND_LOOKUP.update({"pv": "persistentvolumes", "sc": "storageclasses", "crd": "
                      "crds": "customresourcedefinitions", "pc": "priorityclasses", "csr": "certificatesigningrequests"})
 
 
+# The API groups each known cluster-scoped resource is served from: a ``kind: Node`` from
+# ``longhorn.io`` is a namespaced custom resource that shares a name, not a Node.
+_GROUPS: dict[str, frozenset[str]] = {
+    res: frozenset(groups.split()) if groups else frozenset({""})
+    for res, groups in {
+        "namespaces": "", "nodes": "", "persistentvolumes": "", "componentstatuses": "",
+        "storageclasses": "storage.k8s.io", "csidrivers": "storage.k8s.io", "csinodes": "storage.k8s.io",
+        "volumeattachments": "storage.k8s.io",
+        "clusterroles": "rbac.authorization.k8s.io", "clusterrolebindings": "rbac.authorization.k8s.io",
+        "customresourcedefinitions": "apiextensions.k8s.io", "ingressclasses": "networking.k8s.io",
+        "ipaddresses": "networking.k8s.io", "servicecidrs": "networking.k8s.io",
+        "priorityclasses": "scheduling.k8s.io", "runtimeclasses": "node.k8s.io",
+        "apiservices": "apiregistration.k8s.io",
+        "mutatingwebhookconfigurations": "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations": "admissionregistration.k8s.io",
+        "validatingadmissionpolicies": "admissionregistration.k8s.io",
+        "validatingadmissionpolicybindings": "admissionregistration.k8s.io",
+        "mutatingadmissionpolicies": "admissionregistration.k8s.io",
+        "mutatingadmissionpolicybindings": "admissionregistration.k8s.io",
+        "certificatesigningrequests": "certificates.k8s.io", "clustertrustbundles": "certificates.k8s.io",
+        "flowschemas": "flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations": "flowcontrol.apiserver.k8s.io",
+        "podsecuritypolicies": "policy extensions", "gatewayclasses": "gateway.networking.k8s.io",
+        "resourceslices": "resource.k8s.io", "deviceclasses": "resource.k8s.io",
+        "volumesnapshotclasses": "snapshot.storage.k8s.io", "volumesnapshotcontents": "snapshot.storage.k8s.io",
+        "clusterissuers": "cert-manager.io", "clusterpolicies": "kyverno.io",
+        "clustersecretstores": "external-secrets.io", "storageversionmigrations": "storagemigration.k8s.io",
+    }.items()
+}
+
+
+def served_as(resource: str, api_version: object) -> bool:
+    """Whether an object of ``resource`` with this ``apiVersion`` is the known cluster-scoped
+    kind (no ``apiVersion``, or a resource of unknown group: taken at its word)."""
+    groups = _GROUPS.get(resource)
+    if groups is None or type(api_version) is not str or not api_version:
+        return True
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    return group in groups or (resource == "namespaces" and group == "project.openshift.io")
+
+
 def cluster_resource(kind: str) -> str | None:
     """The plural resource name of a cluster-scoped ``kind`` (``Node``, ``node``, ``nodes`` →
     ``nodes``; any ``Cluster…`` kind counts), or None for a namespaced or unknown kind."""

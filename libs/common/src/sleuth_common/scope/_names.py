@@ -134,6 +134,10 @@ class ForeignNames:
         if automaton is None or not text:
             return []
         low = _lower(text)
+        if not low.isascii():
+            # A lone surrogate (from a JSON escape) cannot cross into the automaton: one "?" for
+            # it keeps every index where it was.
+            low = _SURROGATE.sub("?", low) if _has_surrogate(low) else low
         end_of = len(low)
         chars = _NAME_CHARS
         spans = []
@@ -335,3 +339,14 @@ def ip_of(value: str) -> str | None:
     if len(_IP_CACHE) < 200_000:
         _IP_CACHE[value] = ip
     return ip
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")

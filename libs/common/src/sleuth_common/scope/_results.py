@@ -252,10 +252,12 @@ def _namespaces_named(text: str | None, data: Any) -> set[str]:
 
 
 def _pins(scope: Scope, pinned: bool, pinned_namespaces: Iterable[str]) -> tuple[bool, frozenset[str]]:
-    """The call's pinning: only namespaces in scope count; naming only others pins nothing."""
+    """The call's pinning: a call pinned to any namespace outside the scope is not pinned at all
+    (its text could be that namespace's). ``pinned`` with no namespaces named is the caller's
+    word that the arguments named only the scope's namespaces (``pinned_by_arguments``)."""
     given = frozenset(n for n in pinned_namespaces if isinstance(n, str) and n)
     pins = frozenset(n for n in given if n in scope.namespaces)
-    if given and not pins:
+    if given and pins != given:
         return False, frozenset()
     return (pinned or bool(pins)), pins
 

@@ -54,7 +54,7 @@ from sleuth_common.scope._keys import (
     redact_tree,
     shape_resource,
 )
-from sleuth_common.scope._model import Scope, cluster_resource
+from sleuth_common.scope._model import Scope, cluster_resource, served_as
 from sleuth_common.scope._names import (
     LINE_WITHHELD,
     ForeignNames,
@@ -356,6 +356,16 @@ class _Walk:
             meta = None
         if kind is not None:
             res = cluster_resource(kind)
+            if res is not None and (
+                (meta is not None and meta.get("namespace")) or not served_as(res, obj.get("apiVersion"))
+            ):
+                # A namespaced object, or another API's kind that shares a cluster kind's name
+                # (longhorn.io's Node): judged by its namespace like any namespaced record.
+                res = None
+                if kind in SECRET_KINDS or kind in NAMESPACED_KINDS:
+                    pass
+                else:
+                    kind = None
             if res == "namespaces":
                 name = meta.get("name") if meta is not None else obj.get("name")
                 if type(name) is str and name:
