@@ -512,13 +512,116 @@ def _filter_result(
     )
     if out.outcome == "withheld":
         return out
+    pre = _redact_structures(out.data)
     shown = dump_result(out.data)
     shown, n = redact_text(shown)
+    n += pre
     data = json.loads(shown) if n else out.data
     return FilterOutcome(
         out.outcome, data, out.removed, out.reason, redacted=out.redacted + n,
         unresolved_ips=out.unresolved_ips, structured=True, text=shown,
     )
+
+
+_NAME_SPELLINGS = frozenset(
+    {"key", "Key", "KEY", "Name", "NAME", "variable", "Variable", "env", "Env", "envName", "field", "Field",
+     "parameter", "Parameter", "param", "Param", "setting", "Setting"}
+)  # lowercase "name" (with "value") is the walk's own env rule
+_ARGV_FLAGS = ("-p", "-a", "-u", "-P", "--pass", "--token", "--secret", "--auth", "--key", "--cred", "--api-key")
+_ARGV_TOOLS = frozenset(
+    {"mysql", "mysqldump", "mysqladmin", "mariadb", "sshpass", "htpasswd", "redis-cli", "curl", "login", "set"}
+)
+_VALUE_FIELDS = frozenset({"value", "val", "secret", "data", "setting_value"})
+_ARGV_KEYS = frozenset({"args", "command", "argv", "cmd", "cmdline", "entrypoint", "arguments"})
+
+
+def _redact_structures(data: Any) -> int:
+    """Credentials the structure gives away and the text rules cannot see, in the kept data:
+    ``{"Key": "DB_PASSWORD", "Value": ...}`` pairs under other spellings than the walk's
+    ``name``/``value``, an argv list (``["mysql", "-uroot", "-phunter2"]``) judged as the
+    command line it is, and every value under a Secret's ``data``/``stringData`` whatever its
+    shape (a list of key/value items). One pass, cheap per node."""
+    n = 0
+    stack: list[Any] = [data]
+    names = _NAME_SPELLINGS
+    argv_keys = _ARGV_KEYS
+    while stack:
+        node = stack.pop()
+        if type(node) is dict:
+            pair = False
+            for k, v in node.items():
+                t = type(v)
+                if t is dict:
+                    stack.append(v)
+                elif t is list:
+                    if k in argv_keys and _argv_worth_a_look(v):
+                        n += _redact_argv(v)
+                    else:
+                        stack.append(v)
+                elif t is str and k in names and is_secret_env_name(v):
+                    pair = True
+            if pair:
+                n += _redact_pair(node)
+            if node.get("kind") == "Secret":
+                for key in ("data", "stringData"):
+                    if type(node.get(key)) in (dict, list):
+                        n += _redact_all(node[key])
+        elif type(node) is list:
+            stack.extend(x for x in node if type(x) in (dict, list))
+    return n
+
+
+def _redact_pair(node: dict[Any, Any]) -> int:
+    n = 0
+    for k, v in list(node.items()):
+        if isinstance(k, str) and k.lower() in _VALUE_FIELDS and type(v) in (str, int, float) \
+                and v not in (REDACTED, ""):
+            node[k] = REDACTED
+            n += 1
+    return n
+
+
+def _argv_worth_a_look(argv: list[Any]) -> bool:
+    for w in argv:
+        if type(w) is str and (w.startswith(_ARGV_FLAGS) or w in _ARGV_TOOLS or "://" in w or "@" in w):
+            return True
+    return False
+
+
+def _redact_all(node: Any) -> int:
+    n = 0
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        items = cur.items() if type(cur) is dict else enumerate(cur)
+        for k, v in list(items):
+            if type(v) in (dict, list):
+                stack.append(v)
+            elif type(v) in (str, int, float) and v != REDACTED and v != "" and not (
+                type(cur) is dict and str(k).lower() in ("key", "name")
+            ):
+                cur[k] = REDACTED
+                n += 1
+    return n
+
+
+def _redact_argv(argv: list[Any]) -> int:
+    """One argv list as the command line it is: ``-p`` and its value are separate items."""
+    words = [w for w in argv if type(w) is str]
+    if len(words) != len(argv) or len(words) < 2 or any(" " in w or not w for w in words):
+        return 0  # items with spaces are judged as text on their own
+    joined = " ".join(words)
+    shown, count = redact_text(joined)
+    if not count:
+        return 0
+    parts = shown.split(" ")
+    if len(parts) != len(words):  # the placeholder spans items: redact every changed one
+        changed = [i for i, w in enumerate(words) if w not in shown]
+    else:
+        changed = [i for i, (a, b) in enumerate(zip(words, parts, strict=True)) if a != b]
+    for i in changed:
+        argv[i] = REDACTED
+    return len(changed)
 
 
 def _filter_text(
