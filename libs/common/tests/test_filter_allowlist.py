@@ -77,7 +77,8 @@ CASES = [
     # G: narrowly
     Case("an unresolvable IP withholds only the record that depends on it",
          [{"src": "10.0.0.1", "dst": "10.0.0.9", "id": "flow-own"}, {"src": "10.7.7.7", "dst": "10.8.8.8", "id": "flow-unk"}],
-         "filtered", shown=("flow-own",), hidden=("flow-unk", "10.7.7.7"), removed=1,
+         # the own flow stays; its team-b side's address does not (a peer outside the scope)
+         "filtered", shown=("flow-own", "10.0.0.1"), hidden=("flow-unk", "10.7.7.7", "10.0.0.9"), removed=2,
          ips={"10.0.0.1": "team-a", "10.0.0.9": "team-b"},
          reason="whose owner hangs on an IP address that could not be resolved"),
     Case("an aggregate keyed by pod name is judged entry by entry",
@@ -132,7 +133,9 @@ def test_unresolved_ips_are_reported_and_resolved_on_a_second_pass() -> None:
     assert first.outcome == "filtered" and first.unresolved_ips == {"10.7.7.7"}
     assert [f["id"] for f in first.data] == ["own"]
     second = filter_result(doc, ALICE, ips={"10.0.0.1": "team-a", "10.0.0.9": "team-b", "10.7.7.7": "team-a"})
-    assert second.outcome == "kept" and [f["id"] for f in second.data] == ["own", "maybe"]
+    # both flows are alice's now; their team-b side (10.0.0.9) is withheld
+    assert second.outcome == "filtered" and [f["id"] for f in second.data] == ["own", "maybe"]
+    assert "10.0.0.9" not in second.text
     assert not second.unresolved_ips
 
 

@@ -35,7 +35,7 @@ from sleuth_common.scope import Scope, filter_result
 
 ALLOWED = ["team-a", "shop"]
 FOREIGN = ["team-b", "kube-system", "secret-ns"]
-PEER_FOREIGN = ["partner-x"]  # the far side of a flow the caller owns: may be shown
+PEER_FOREIGN = ["partner-x"]  # the far side of a flow the caller owns: kept, its details withheld
 SECRET_NS = "shop"  # where the caller may get secrets
 EXAMPLES = int(os.environ.get("SLEUTH_HYPOTHESIS_EXAMPLES", "1500"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -163,7 +163,8 @@ def records(draw: st.DrawFn, doc: Doc, depth: int, ctx: Ctx, pinned: bool) -> An
         else:
             src, dst = draw(st.sampled_from(FOREIGN)), draw(st.sampled_from(FOREIGN))
         tok = doc.token()
-        doc.owned(tok, ctx, owned)
+        # the pod is on the source side: shown only when that side is the caller's
+        doc.owned(tok, ctx, owned and src in ALLOWED)
         return {"source": {"namespace": src, "pod": tok}, "destination": {"namespace": dst}, "bytes": 10}
     if kind == "ipflow":
         src, dst = draw(namespaces), draw(namespaces)

@@ -212,6 +212,12 @@ class _Walk:
             verdict, attr = V_KEEP, ctx
         else:
             verdict, attr = self.decide(d, st, ipsides, pending, ctx, hint, refs, top)
+        if verdict == V_KEEP and (st[1] == _FOREIGN or st[2] == _FOREIGN):
+            # A flow or reference with one side outside the scope: the record is the caller's,
+            # the foreign side's details are not (a peer's workload, pod, DNS name ...).
+            for side in (1, 2):
+                if st[side] == _FOREIGN:
+                    self.blank_side(d, side)
         if verdict == V_KEEP or verdict == V_ENVELOPE:
             if verdict == V_KEEP and not (top and attr is not None and attr[0] == PIN):
                 self.kept += 1  # (a document kept on the pin alone is an envelope: not counted)
@@ -764,6 +770,26 @@ class _Walk:
         finally:
             self.encodings -= 1
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str)
+
+    def blank_side(self, d: dict[Any, Any], side: int) -> None:
+        """Replace every value on ``side`` (1 source, 2 destination) of a peer-shaped record."""
+        stack: list[tuple[Any, int]] = [(d, 0)]
+        while stack:
+            node, cur = stack.pop()
+            items = list(node.items()) if type(node) is dict else list(enumerate(node))
+            for k, v in items:
+                s = cur
+                if type(node) is dict and not cur:
+                    c = self._kc.get(k)
+                    if c is None:
+                        c = self.kc(k)
+                    if c & PEER:
+                        s = 1 if c & SRC else 2
+                if s == side:
+                    if v not in (None, "", VALUE_WITHHELD) and type(v) is not bool:
+                        node[k] = self.withhold_value()
+                elif type(v) in (dict, list):
+                    stack.append((v, s))
 
     def withhold_value(self) -> str:
         self.values_withheld += 1
