@@ -71,3 +71,14 @@ def test_a_lone_surrogate_is_an_outcome_not_a_traceback(tmp_path) -> None:
                           capture_output=True, timeout=60)
     assert proc.returncode == 0 and b"Traceback" not in proc.stderr
     assert json.loads(proc.stdout)["outcome"] == "kept"
+
+
+def test_a_foreign_workload_is_found_under_its_pods_generated_names() -> None:
+    scope = Scope.of(["team-a"], inventory={"team-b": ["billing-api", "ledger-db"],
+                                            "team-a": ["checkout-api", "billing-api-v2"], "monitoring": ["prom-k8s"]})
+    text = ("[pod/billing-api-6d9f7-x7k2p/app] charge failed\nledger-db-1 replication lag 30s\n"
+            "billing-api-v2 is fine\nmonitoring disabled for this run\n")
+    out = filter_result(text, scope, pinned=True, pinned_namespaces=["team-a"])
+    assert "billing-api-6d9f7" not in out.text and "ledger-db-1" not in out.text
+    # the caller's own billing-api-v2, and an ordinary word that is also a namespace, stay
+    assert "billing-api-v2 is fine" in out.text and "monitoring disabled" in out.text

@@ -14,7 +14,7 @@ from sleuth_common.scope import ForeignNames, Scope, filter_result
 from sleuth_common.scope._names import LINE_WITHHELD
 
 INVENTORY = {
-    "team-a": ["api-0", "checkout-api", "checkout-api-db", "shared-config"],
+    "team-a": ["api-0", "checkout-api", "checkout-api-db", "shared-config", "payments-api-v2"],
     "team-b": ["payments-db-0", "payments-api", "pay-1", "shared-config", "nginx", "coredns-custom"],
     "kube-system": ["coredns", "kube-proxy-x7z2q", "etcd-control-plane"],
     "default": ["kubernetes"],
@@ -46,7 +46,8 @@ def test_foreign_names_index_only_distinctive_foreign_names() -> None:
     ("PAYMENTS-DB-0 is down", 1),  # case folded
     ('upstream "payments-api" refused', 1),
     ("dial tcp payments-api.team-b.svc:8080", 2),  # the name and the namespace
-    ("payments-api-v2 is mine", 0),  # a longer token
+    ("payments-api-v2 is mine", 0),  # a longer token that is the caller's own object
+    ("payments-api-7f9c8-x2k4p restarted", 1),  # a pod of the foreign workload
     ("xpayments-api", 0),
     ("see team-b/pay-1", 1),
     ("team-bee and team-b2 are other words", 0),

@@ -56,7 +56,11 @@ COMMON_NAMES = frozenset(
      "volumes", "kube-root-ca.crt", "application", "localhost", "healthz", "readyz", "livez"}
 )
 # Namespace names that are ordinary words: not treated as a mention of that namespace.
-COMMON_NAMESPACE_WORDS = frozenset({"default", "kubernetes", "system", "public", "local"})
+COMMON_NAMESPACE_WORDS = frozenset(
+    {"default", "kubernetes", "system", "public", "local", "monitoring", "logging", "ingress", "storage",
+     "network", "networking", "security", "observability", "tools", "platform", "infra", "shared", "common",
+     "database", "databases", "backup", "backups", "test", "tests", "testing", "staging", "production", "dev"}
+)
 _MIN_NAME = 6
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
@@ -73,16 +77,19 @@ def _lower(text: str) -> str:
 class ForeignNames:
     """Distinctive names of objects in namespaces outside a scope, and those namespaces' names,
     found in text on token boundaries (a match must not touch ``[a-z0-9-]`` on either side, so
-    ``pay-db`` is found in ``pay-db.team-b.svc`` and ``"pay-db"`` but not in ``pay-db-7f9c``).
+    ``pay-db`` is found in ``pay-db.team-b.svc`` and ``"pay-db"`` but not in ``xpay-db``), or
+    followed by a generated suffix (``pay-db-7f9c``, a pod of that workload) unless the whole
+    token is one of the caller's own objects.
 
     An object name is *distinctive* when it is at least 6 characters, not a common word or kind
     (``COMMON_NAMES``) and not also the name of something in an allowed namespace. Namespace
     names are indexed whatever their length, unless they are ordinary words (``default``).
     """
 
-    __slots__ = ("_automaton", "_patterns", "names", "namespaces")
+    __slots__ = ("_automaton", "_own", "_patterns", "names", "namespaces")
 
-    def __init__(self, names: Iterable[str], namespaces: Iterable[str] = ()) -> None:
+    def __init__(self, names: Iterable[str], namespaces: Iterable[str] = (), own: Iterable[str] = ()) -> None:
+        self._own: frozenset[str] = frozenset(own)
         self.names: frozenset[str] = frozenset(names)
         """Every indexed name (lower case)."""
         self.namespaces: frozenset[str] = frozenset(namespaces)
@@ -113,7 +120,7 @@ class ForeignNames:
             n = ns.lower()
             if n and n not in own and n not in COMMON_NAMESPACE_WORDS and _INDEXABLE.match(n):
                 indexed.add(n)
-        return cls(indexed, foreign)
+        return cls(indexed, foreign, own)
 
     @classmethod
     def of_namespaces(cls, namespaces: Iterable[str], allowed: Iterable[str]) -> ForeignNames:
@@ -145,7 +152,17 @@ class ForeignNames:
             if start > 0 and low[start - 1] in chars:
                 continue
             if end < end_of and low[end] in chars:
-                continue
+                # A generated suffix (a pod of a foreign Deployment: ``billing-api-6d9f7-x7k2p``,
+                # ``ledger-db-1``) names that object's family, unless the whole token is the
+                # caller's own object (``billing-api-v2`` in their namespace).
+                if low[end] != "-" or end + 1 >= end_of or low[end + 1] not in chars or low[end + 1] == "-":
+                    continue
+                tok_end = end
+                while tok_end < end_of and low[tok_end] in chars:
+                    tok_end += 1
+                if low[start:tok_end] in self._own or low[start:tok_end].rstrip("-") in self._own:
+                    continue
+                end = tok_end
             spans.append((start, end))
         return spans
 
