@@ -57,8 +57,8 @@ CASES = [
     Case("aggregate keys", json.dumps({"restarts": {"team-a/api-1": 3, "team-b/pay-1": 9}}), "filtered", 1,
          must_show=("team-a/api-1",)),
     Case("flows by IP", json.dumps([{"src": "10.1.2.3", "dst": "10.9.9.9", "id": "f1"},
-                                    {"src": "10.9.9.9", "dst": "10.9.9.9", "id": "pay-1"}]), "filtered", 1,
-         must_show=("f1",), must_hide=("pay-1",)),
+                                    {"src": "10.9.9.9", "dst": "10.9.9.9", "id": "pay-1"}]), "filtered", 2,
+         must_show=("f1", "10.1.2.3"), must_hide=("pay-1", "10.9.9.9")),  # alice's flow, its team-b side withheld
     Case("unresolvable IP", json.dumps([{"src": "10.7.7.7", "dst": "10.9.9.9"}]), "withheld"),
     Case("foreign document", json.dumps({"metadata": {"namespace": "team-b", "name": "pay-1"}}), "withheld"),
     Case("all allowed", json.dumps({"items": [{"namespace": "team-a", "name": "api-1"}]}), "kept", 0,
