@@ -18,6 +18,8 @@ trigger hits — ``tests/test_redaction_adversarial.py`` holds the texts built t
 
 from __future__ import annotations
 
+import re
+
 import ahocorasick_rs
 
 from sleuth_common.redact._assign import ASSIGN_RULES
@@ -64,6 +66,23 @@ def find_spans(text: str) -> list[Span]:
     return spans
 
 
+_SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null")
+
+
+def _bare_json_scalar(text: str, start: int, end: int) -> bool:
+    """Is ``text[start:end]`` a bare JSON scalar in a value position (after ``:``, ``,`` or ``[``,
+    before ``,``, ``}``, ``]`` or the end)? Replacing it unquoted would break the document."""
+    if not _SCALAR.fullmatch(text, start, end):
+        return False
+    i = start - 1
+    while i >= 0 and text[i] in " \t\r\n":
+        i -= 1
+    j = end
+    while j < len(text) and text[j] in " \t\r\n":
+        j += 1
+    return i >= 0 and text[i] in ":,[" and (j == len(text) or text[j] in ",}]")
+
+
 def redact_text(text: str) -> tuple[str, int]:
     """Replace every credential-shaped value in ``text``; returns the new text and how many
     values were replaced. Valid JSON stays valid JSON."""
@@ -96,6 +115,8 @@ def redact_text(text: str) -> tuple[str, int]:
             start, end = safe_span(text, start, end, raw)
             if start >= end or text[start:end] == REDACTED:
                 continue
+            if _bare_json_scalar(text, start, end):
+                wrap = '"'  # a number/true/false/null in a JSON value position: keep it JSON
         out.append(text[pos:start])
         out.append(f"{wrap}{REDACTED}{wrap}")
         pos = end
