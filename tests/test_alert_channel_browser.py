@@ -17,12 +17,9 @@ import pytest
 from sleuth.embedded.stack import Stack, StackPorts, StackSpec
 from tests.snapshot_names import tenant_names
 from tests.test_alerts_e2e import crash_looping, post_alert
+from tests.test_webchat_stack_browser import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(240)]
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")

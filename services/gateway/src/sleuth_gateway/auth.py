@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from sleuth_common.messages import AuthenticateReply
 from sleuth_gateway.bus import Bus, BusError
 from sleuth_gateway.errors import DependencyUnavailable, RateLimited, Unauthorized
 from sleuth_gateway.gate import ConcurrencyGate
@@ -137,12 +138,7 @@ class Authenticator:
                     wait,
                     reason="sign_in_throttle",
                 )
-        try:
-            reply = await self._bus.authenticate(token)
-        except BusError as exc:
-            raise DependencyUnavailable(f"authorization is unavailable ({exc}); try again shortly") from exc
-        if reply.unavailable:
-            raise DependencyUnavailable(f"authorization is unavailable ({reply.error}); try again shortly")
+        reply = await self._ask(token)
         now = self._clock()
         if not reply.authenticated or not reply.user:
             detail = f": {reply.error}" if reply.error else ""
@@ -162,15 +158,20 @@ class Authenticator:
     async def assertion(self, token: str) -> str:
         """A fresh signed assertion of ``token``'s identity for one job (authz-cache signs one per
         reply; the agent accepts each for one job only, so a cached one is never reused)."""
+        reply = await self._ask(token)
+        if not reply.authenticated or not reply.user:
+            raise Unauthorized("the token was not accepted")
+        return reply.assertion
+
+    async def _ask(self, token: str) -> AuthenticateReply:
+        """authz-cache's answer for ``token``; 503 when it (or every cluster) cannot answer."""
         try:
             reply = await self._bus.authenticate(token)
         except BusError as exc:
             raise DependencyUnavailable(f"authorization is unavailable ({exc}); try again shortly") from exc
         if reply.unavailable:
             raise DependencyUnavailable(f"authorization is unavailable ({reply.error}); try again shortly")
-        if not reply.authenticated or not reply.user:
-            raise Unauthorized("the token was not accepted")
-        return reply.assertion
+        return reply
 
     def forget_user(self, user: str) -> None:
         """Drop cached authentications of ``user`` (after ``refresh``)."""
