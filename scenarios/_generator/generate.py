@@ -275,7 +275,7 @@ def hi07() -> tuple[Snap, dict[str, Any]]:
     s.event("scrapers", "Job", "product-data-scraper", "BackoffLimitExceeded", "Job has reached the specified backoff limit", component="job-controller")
     a = alert("KubeJobFailed", {"namespace": "scrapers", "job_name": "product-data-scraper"}, "Job failed to complete.", "Job scrapers/product-data-scraper failed to complete.")
     return s, {"source": "holmesgpt:test_investigate/07_job_syntax_error", "alert": a, "as": "dev",
-               "expect": expect("diagnosed", "job_failed", "Job/scrapers/product-data-scraper", ["syntax error"], hidden)}
+               "expect": expect("diagnosed", "job_failed", "CronJob/scrapers/product-data-scraper-nightly", ["syntax error"], hidden)}
 
 
 @scenario
@@ -427,7 +427,7 @@ def h24b() -> tuple[Snap, dict[str, Any]]:
     s, hidden = tenant("h24b-pvc-missing-storageclass", "app-24b", "redis's PVC names StorageClass standard-v2, which does not exist.")
     _pvc_pending(s, "app-24b", "redis", "redis-standard-pvc", "standard-v2", "redis:7.2")
     return s, {"source": "holmesgpt:test_ask_holmes/24b_misconfigured_pvc_detailed", "question": "What is the issue with redis?", "as": "dev",
-               "expect": expect("diagnosed", "pvc_pending", "Deployment/app-24b/redis", ["standard-v2"], hidden)}
+               "expect": expect("diagnosed", "pvc_pending", "PersistentVolumeClaim/app-24b/redis-standard-pvc", ["standard-v2"], hidden)}
 
 
 @scenario
@@ -437,7 +437,7 @@ def h80() -> tuple[Snap, dict[str, Any]]:
     return s, {"source": "holmesgpt:test_ask_holmes/80_pvc_storage_class_mismatch", "question": "Why is the database not running in namespace-80?", "as": "dev",
                # "dev" may not list StorageClasses (the cluster decides what Sleuth reads as them),
                # so the answer names the missing class, not the cluster's other classes.
-               "expect": expect("diagnosed", "pvc_pending", "Deployment/namespace-80/database", ["fast-ssd"], hidden)}
+               "expect": expect("diagnosed", "pvc_pending", "PersistentVolumeClaim/namespace-80/database-data", ["fast-ssd"], hidden)}
 
 
 def _netpol_dns(s: Snap, ns: str) -> None:
@@ -454,7 +454,7 @@ def h42() -> tuple[Snap, dict[str, Any]]:
     s, hidden = tenant("h42-dns-blocked-by-netpol", "test-ns", "Pod client cannot resolve DNS: NetworkPolicy default-deny-egress blocks all egress.")
     _netpol_dns(s, "test-ns")
     return s, {"source": "holmesgpt:test_ask_holmes/42_dns_issues_steps_new_tools", "question": "detect why the k8s pod client under namespace test-ns cannot resolve dns", "as": "dev",
-               "expect": expect("diagnosed", "network_policy_blocked", "Pod/test-ns/client", ["default-deny-egress"], hidden)}
+               "expect": expect("diagnosed", "network_policy_blocked", "NetworkPolicy/test-ns/default-deny-egress", ["default-deny-egress"], hidden)}
 
 
 @scenario
@@ -463,7 +463,7 @@ def hi15() -> tuple[Snap, dict[str, Any]]:
     _netpol_dns(s, "investigate-namespace-15")
     a = alert("DNSResolutionFailures", {"namespace": "investigate-namespace-15", "pod": "client"}, "DNS lookups from a pod keep failing.", "Pod investigate-namespace-15/client reports DNS lookup timeouts.")
     return s, {"source": "holmesgpt:test_investigate/15_dns_resolution", "alert": a, "as": "dev",
-               "expect": expect("diagnosed", "network_policy_blocked", "Pod/investigate-namespace-15/client", ["default-deny-egress"], hidden)}
+               "expect": expect("diagnosed", "network_policy_blocked", "NetworkPolicy/investigate-namespace-15/default-deny-egress", ["default-deny-egress"], hidden)}
 
 
 @scenario
@@ -521,7 +521,7 @@ def h78a() -> tuple[Snap, dict[str, Any]]:
     c = C("api-server", "nginx:1.27", requests={"cpu": "10m", "memory": "32Mi"}, limits={"memory": "64Mi"})
     _quota(s, "namespace-78a", 'pods "<pod>" is forbidden: failed quota: compute-quota: must specify limits.cpu for: api-server', {"requests.cpu": "0", "limits.cpu": "0"}, {"requests.cpu": "1", "limits.cpu": "2"}, c)
     return s, {"source": "holmesgpt:test_ask_holmes/78a_missing_cpu_limits", "question": "Why are pods in pending state for the api-server deployment in namespace-78a?", "as": "dev",
-               "expect": expect("diagnosed", "quota_exceeded", "Deployment/namespace-78a/api-server", ["limits.cpu", "compute-quota"], hidden)}
+               "expect": expect("diagnosed", "quota_exceeded", "ResourceQuota/namespace-78a/compute-quota", ["limits.cpu", "compute-quota"], hidden)}
 
 
 @scenario
@@ -535,7 +535,7 @@ def h78b() -> tuple[Snap, dict[str, Any]]:
         if o["kind"] == "Deployment" and o["metadata"]["name"] == "api-server":
             o["status"].update({"replicas": 2, "readyReplicas": 2, "availableReplicas": 2})
     return s, {"source": "holmesgpt:test_ask_holmes/78b_cpu_quota_exceeded", "question": "What's wrong with the api-server deployment in namespace-78b?", "as": "dev",
-               "expect": expect("diagnosed", "quota_exceeded", "Deployment/namespace-78b/api-server", ["compute-quota", "requests.cpu"], hidden)}
+               "expect": expect("diagnosed", "quota_exceeded", "ResourceQuota/namespace-78b/compute-quota", ["compute-quota", "requests.cpu"], hidden)}
 
 
 @scenario
@@ -545,7 +545,7 @@ def h79() -> tuple[Snap, dict[str, Any]]:
     pods = s.deploy("namespace-79", "app-server", [c], 1, [waiting("ContainerCreating")], volumes=[{"name": "config", "configMap": {"name": "app-config"}}], revision=1, phase="Pending")
     s.event("namespace-79", "Pod", pods[0], "FailedMount", 'MountVolume.SetUp failed for volume "config" : configmap "app-config" not found', count=16)
     return s, {"source": "holmesgpt:test_ask_holmes/79_configmap_mount_issue", "question": "Why is the app-server pod stuck in ContainerCreating state in namespace-79?", "as": "dev",
-               "expect": expect("diagnosed", "missing_config", "Deployment/namespace-79/app-server", ["app-config"], hidden)}
+               "expect": expect("diagnosed", "missing_config", "ConfigMap/namespace-79/app-config", ["app-config"], hidden)}
 
 
 @scenario
@@ -583,7 +583,7 @@ def h83() -> tuple[Snap, dict[str, Any]]:
     pods = s.deploy("namespace-83", "database", [c], 1, [waiting("CreateContainerConfigError", 'secret "database-secret" not found')], revision=1)
     s.event("namespace-83", "Pod", pods[0], "Failed", 'Error: secret "database-secret" not found', count=25)
     return s, {"source": "holmesgpt:test_ask_holmes/83_secret_not_found", "question": "Why is the database pod failing to start in namespace-83?", "as": "dev",
-               "expect": expect("diagnosed", "missing_config", "Deployment/namespace-83/database", ["database-secret"], hidden)}
+               "expect": expect("diagnosed", "missing_config", "Secret/namespace-83/database-secret", ["database-secret"], hidden)}
 
 
 @scenario
@@ -598,7 +598,7 @@ def h84() -> tuple[Snap, dict[str, Any]]:
     s.add({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "backend-policy", "namespace": "namespace-84"},
            "spec": {"podSelector": {"matchLabels": {"app": "backend"}}, "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": {"matchLabels": {"tier": "backend"}}}], "ports": [{"port": 5678, "protocol": "TCP"}]}]}})
     return s, {"source": "holmesgpt:test_ask_holmes/84_network_policy_blocking_traffic", "question": "Why is the frontend getting timeouts connecting to backend in namespace-84?", "as": "dev",
-               "expect": expect("diagnosed", "network_policy_blocked", "Deployment/namespace-84/frontend", ["backend-policy"], hidden)}
+               "expect": expect("diagnosed", "network_policy_blocked", "NetworkPolicy/namespace-84/backend-policy", ["backend-policy"], hidden)}
 
 
 @scenario
@@ -614,7 +614,7 @@ def h86() -> tuple[Snap, dict[str, Any]]:
         if o["kind"] == "Pod" and o["metadata"]["name"] in pods[1::2]:
             o["status"]["phase"] = "Pending"
     return s, {"source": "holmesgpt:test_ask_holmes/86_configmap_like_but_secret", "question": "The frontend deployment in production namespace is showing issues. Can you investigate why some replicas are not running?", "as": "dev",
-               "expect": expect("diagnosed", "missing_config", "Deployment/production/frontend", ["frontend-api-keys"], hidden)}
+               "expect": expect("diagnosed", "missing_config", "Secret/production/frontend-api-keys", ["frontend-api-keys"], hidden)}
 
 
 @scenario
@@ -815,7 +815,7 @@ def s_quota_alert() -> tuple[Snap, dict[str, Any]]:
     _quota(s, "search-ui", 'pods "<pod>" is forbidden: exceeded quota: compute-quota, requested: pods=1, used: pods=10, limited: pods=10', {"pods": "10"}, {"pods": "10"}, c)
     a = alert("KubeDeploymentReplicasMismatch", {"namespace": "search-ui", "deployment": "api-server"}, "Deployment has not matched the expected number of replicas.",
               "Deployment search-ui/api-server has not matched the expected number of replicas for longer than 15 minutes.")
-    return s, {"alert": a, "as": "dev", "expect": expect("diagnosed", "quota_exceeded", "Deployment/search-ui/api-server", ["pods=10"], hidden)}
+    return s, {"alert": a, "as": "dev", "expect": expect("diagnosed", "quota_exceeded", "ResourceQuota/search-ui/compute-quota", ["pods=10"], hidden)}
 
 
 @scenario
@@ -875,7 +875,7 @@ def s_cronjob_failed() -> tuple[Snap, dict[str, Any]]:
         s.log("backups", p, "backup", ["pg_dump: dumping contents of table public.orders", "upload failed: s3://prod-backups/2026-11-30/orders.sql.gz An error occurred (InvalidAccessKeyId) when calling the PutObject operation: The AWS Access Key Id you provided does not exist in our records."], start=180)
     s.event("backups", "Job", "nightly-backup-29934120", "BackoffLimitExceeded", "Job has reached the specified backoff limit", first=170, last_=170, component="job-controller")
     return s, {"question": "did the nightly backup run ok?", "as": "dev",
-               "expect": expect("diagnosed", "job_failed", "Job/backups/nightly-backup-29934120", ["InvalidAccessKeyId"], hidden)}
+               "expect": expect("diagnosed", "job_failed", "CronJob/backups/nightly-backup", ["InvalidAccessKeyId"], hidden)}
 
 
 @scenario

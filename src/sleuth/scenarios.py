@@ -158,7 +158,7 @@ class OfflineCluster:
         cluster-wide, else per namespace). ``None``: the whole cluster."""
         name = self.cluster.name
         if user is not None and user not in self.users:
-            raise KeyError(f"no user {user!r} in {self.snapshot}/snapshot.yaml")
+            raise KeyError(f"no user {user!r} in the snapshot {self.snapshot}")
         groups = self.groups(user) if user else ()
         ctx = ssl.create_default_context(cafile=str(self.sim.ca_file))
         headers = {"Authorization": f"Bearer {self.sim.token(AUTHZ_USER)}"}
@@ -223,14 +223,16 @@ def offline_cluster(
     from sleuth_simcluster import SimCluster
 
     snapshot = Path(snapshot)
-    meta = yaml.safe_load((snapshot / "snapshot.yaml").read_text(encoding="utf-8")) or {}
-    cmeta = meta.get("cluster") or {}
-    cname = str(cmeta.get("name") or meta.get("name") or "offline")
     with tempfile.TemporaryDirectory(prefix="sleuth-offline-") as tmp:
         state = Path(state_dir) if state_dir else Path(tmp)
         identity = _identity_keys(Path(tmp))
         sim = SimCluster(snapshot, state / "simcluster").start()
         try:
+            # names and users as simcluster loaded them: snapshot.yaml is optional (a cluster-info
+            # dump), its users may be tenants only (Sleuth's own identities are added)
+            snap = sim.snapshot
+            cname = snap.cluster_name
+            users = {u.name: {"groups": list(u.groups)} for u in snap.users.values()}
             settings = KubeMcpSettings.model_validate(
                 {"kube_mcp": {"port": 0, "kubeconfig": str(sim.kubeconfig(READER_USER)), "cluster_name": cname,
                               "require_identity": impersonate,
@@ -242,12 +244,12 @@ def offline_cluster(
             try:
                 cluster = ClusterSettings(
                     name=cname,
-                    aliases=[str(a) for a in cmeta.get("aliases") or []],
+                    aliases=list(snap.aliases),
                     api_server=sim.url,
                     ca_file=str(sim.ca_file),
                     mcp_servers=[McpServerSettings(name="kube", url=mcp.url, timeout=10.0, identity=impersonate)],
                 )
-                yield OfflineCluster(snapshot, cluster, dict(meta.get("users") or {}), sim, mcp, identity)
+                yield OfflineCluster(snapshot, cluster, users, sim, mcp, identity)
             finally:
                 mcp.stop()
         finally:

@@ -94,7 +94,8 @@ async def test_namespace_named_in_question_is_echoed_only_then(demo_snapshot: Pa
     ("question", "family", "resource"),
     [
         ("why is inventory-db not starting?", "image_pull", "StatefulSet/team-b/inventory-db"),
-        ("what is wrong with billing-api", "missing_config", "Deployment/team-b/billing-api"),
+        # the fix belongs in the ConfigMap the pods reference (billing-api is the affected workload)
+        ("what is wrong with billing-api", "missing_config", "ConfigMap/team-b/billing-config"),
         ("why is search-indexer pending", "unschedulable_resources", "Deployment/team-b/search-indexer"),
     ],
 )
@@ -121,7 +122,7 @@ async def test_carol_sees_both_tenants(demo_snapshot: Path) -> None:
         result = await ask(demo_snapshot, who, "what is failing in team-a?")
         assert result.root_cause.resource == "Deployment/team-a/checkout-api"
     result = await ask(demo_snapshot, "carol", "what is failing?")
-    assert {"Deployment/team-b/billing-api", "Deployment/team-a/checkout-api"} <= {
+    assert {"ConfigMap/team-b/billing-config", "Deployment/team-a/checkout-api"} <= {
         result.root_cause.resource,
         *(c.resource for c in result.candidates),
     }

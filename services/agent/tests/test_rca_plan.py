@@ -31,10 +31,13 @@ def test_node_alert() -> None:
 
 
 def test_selectors() -> None:
-    assert parse_selector("app=backend,version=v2") == {"app": "backend", "version": "v2"}
-    assert parse_selector("*") == {}
-    assert label_selects({"app": "backend"}, {"app": "backend", "tier": "x"})
-    assert not label_selects({"app": "backend", "version": "v2"}, {"app": "backend", "version": "v1"})
+    assert label_selects(parse_selector("app=backend"), {"app": "backend", "tier": "x"})
+    assert not label_selects(parse_selector("app=backend,version=v2"), {"app": "backend", "version": "v1"})
+    assert label_selects(parse_selector("*"), {"anything": "x"})
+    assert not label_selects(parse_selector(""), {"app": "backend"}) and not label_selects(None, {})
+    # set-based selectors: the old parser skipped them and so selected every pod
+    assert not label_selects(parse_selector("app in (web,api),tier notin (db)"), {"app": "batch"})
+    assert label_selects(parse_selector("app in (web,api),tier notin (db)"), {"app": "api", "tier": "edge"})
 
 
 def test_service_without_matching_pods_is_a_finding_with_the_closest_labels() -> None:

@@ -85,3 +85,34 @@ async def test_list_storage_is_marked_cluster_scoped(kube_mcp, mcp_call) -> None
     err, data = await mcp_call(kube_mcp("carol").url, "list_storage", {"kinds": ["sc"]})
     assert not err, data
     assert data["items"] and all(i["cluster_scoped"] and i["kind"] == "StorageClass" for i in data["items"])
+
+
+def test_subgraph_selectors_follow_the_api_empty_and_absent_semantics() -> None:
+    """{} selects every pod (NetworkPolicy podSelector, policy/v1 PDB selector); an absent or empty
+    Service selector, or a null PDB selector, selects none; set-based expressions are honoured."""
+    from sleuth_kube_mcp.analysis import _build
+
+    def named(name: str, **fields: object) -> dict[str, object]:
+        return {"metadata": {"name": name}, **fields}
+
+    pods = [{"metadata": {"name": "web-1", "labels": {"app": "web", "tier": "front"}}},
+            {"metadata": {"name": "db-1", "labels": {"app": "db"}}}]
+    objs = {
+        "pods": pods,
+        "services": [named("web", spec={"selector": {"app": "web"}}), named("external", spec={}),
+                     named("empty", spec={"selector": {}})],
+        "pdbs": [named("all", spec={"selector": {}}), named("none", spec={"selector": None}),
+                 named("front", spec={"selector": {"matchExpressions": [
+                     {"key": "tier", "operator": "In", "values": ["front"]}]}})],
+        "networkpolicies": [named("deny-all", spec={"podSelector": {}}),
+                            named("not-web", spec={"podSelector": {"matchExpressions": [
+                                {"key": "app", "operator": "NotIn", "values": ["web"]}]}})],
+    }
+    g = _build("ns", objs)
+    edges = {(a.split("/")[-1], b.split("/")[-1], rel) for a, b, rel in g.edges if rel in ("selects", "protects",
+                                                                                            "applies-to")}
+    assert edges == {
+        ("web", "web-1", "selects"),
+        ("all", "web-1", "protects"), ("all", "db-1", "protects"), ("front", "web-1", "protects"),
+        ("deny-all", "web-1", "applies-to"), ("deny-all", "db-1", "applies-to"), ("not-web", "db-1", "applies-to"),
+    }

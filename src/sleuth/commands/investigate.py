@@ -20,8 +20,9 @@ def _cmd_investigate(args: argparse.Namespace) -> int:
     from sleuth.scenarios import investigate_offline, offline_cluster
 
     snapshot = Path(args.snapshot)
-    if not (snapshot / "snapshot.yaml").is_file():
-        print(f"sleuth investigate: {snapshot} is not a snapshot directory (no snapshot.yaml)", file=sys.stderr)
+    if not snapshot.is_dir():
+        print(f"sleuth investigate: {snapshot} is not a directory (a snapshot, or a "
+              "`kubectl cluster-info dump --output-directory`)", file=sys.stderr)
         return 2
     alert = None
     if args.alert:
@@ -32,7 +33,7 @@ def _cmd_investigate(args: argparse.Namespace) -> int:
             return 2
     with offline_cluster(snapshot) as oc:
         if args.as_user and args.as_user not in oc.users:
-            print(f"sleuth investigate: no user {args.as_user!r} in {snapshot}/snapshot.yaml "
+            print(f"sleuth investigate: no user {args.as_user!r} in the snapshot {snapshot} "
                   f"(users: {', '.join(sorted(oc.users))})", file=sys.stderr)
             return 2
         result = asyncio.run(investigate_offline(oc, args.as_user, args.question or "", alert))
@@ -49,7 +50,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="investigate a snapshot offline (simcluster + kube-mcp in-process, no LLM)",
         description="Run the deterministic investigator against a snapshot directory, as a snapshot user.",
     )
-    p.add_argument("--snapshot", required=True, help="snapshot directory (snapshot.yaml, cluster/, logs/)")
+    p.add_argument("--snapshot", required=True,
+                   help="snapshot directory (snapshot.yaml, cluster/, logs/), or the output directory of "
+                        "`kubectl cluster-info dump` (snapshot.yaml optional)")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--question", help="the question, as a person would ask it in chat")
     what.add_argument("--alert", help="an Alertmanager webhook payload (JSON file)")

@@ -33,6 +33,11 @@ _Loader.yaml_implicit_resolvers = {
 
 _OBJECT_SUFFIXES = (".yaml", ".yml", ".json")
 _DUMP_SECTION = re.compile(r"^==== (START|END) logs for container (\S+) of pod (\S+)/(\S+) ====$")
+_EVENT_TIMES = ("lastTimestamp", "eventTime", "firstTimestamp")
+_CONDITION_TIMES = ("lastTransitionTime", "lastUpdateTime", "lastProbeTime", "lastHeartbeatTime")
+_STATUS_TIMES = ("startTime", "completionTime")
+_CONTAINER_STATUSES = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+_LOG_TAIL_BYTES = 64 * 1024
 
 
 class SnapshotError(ValueError):
@@ -134,7 +139,24 @@ def _load_logs(logs: Logs, root: Path) -> None:
         logs.sources[(ns, pod, container, previous)] = path
 
 
-def _load_dump_logs(logs: Logs, root: Path) -> None:
+def _served_last_terminated(pod: dict[str, Any] | None, container: str) -> bool:
+    """Whether the kubelet answered `kubectl logs` (no --previous) for this container with the logs
+    of its last terminated instance (`lastState.terminated`): a container in CrashLoopBackOff has
+    no running instance, so what the dump holds is also what `--previous` would have shown."""
+    status = (pod or {}).get("status") or {}
+    for key in _CONTAINER_STATUSES:
+        for cs in status.get(key) or ():
+            if not isinstance(cs, dict) or cs.get("name") != container:
+                continue
+            state, last = cs.get("state") or {}, cs.get("lastState") or {}
+            if "running" in state or not last.get("terminated"):
+                return False
+            terminated = state.get("terminated")
+            return not terminated or not terminated.get("containerID")
+    return False
+
+
+def _load_dump_logs(logs: Logs, root: Path, store: Store) -> None:
     """`<ns>/<pod>/logs.txt` of cluster-info dump: sections per container, or one unnamed block."""
     for path in sorted(root.glob("*/*/logs.txt")):
         ns, pod = path.parent.parent.name, path.parent.name
@@ -147,8 +169,77 @@ def _load_dump_logs(logs: Logs, root: Path) -> None:
                 chunks.setdefault(m.group(2), [])
             elif current is not None:
                 chunks[current].append(line)
+        pod_obj = store.get(("", "pods"), ns, pod)
         for container, lines in chunks.items():
-            logs.sources[(ns, pod, container, False)] = "".join(line + "\n" for line in lines)
+            text = "".join(line + "\n" for line in lines)
+            logs.sources[(ns, pod, container, False)] = text
+            if _served_last_terminated(pod_obj, container):
+                logs.sources[(ns, pod, container, True)] = text
+
+
+def _object_times(obj: dict[str, Any]) -> list[Any]:
+    """The timestamps one object carries that say when something happened (not deletionTimestamp,
+    which may lie in the future)."""
+    meta = obj.get("metadata")
+    out: list[Any] = [meta.get("creationTimestamp")] if isinstance(meta, dict) else []
+    out.extend(obj.get(k) for k in _EVENT_TIMES)
+    series = obj.get("series")
+    if isinstance(series, dict):
+        out.append(series.get("lastObservedTime"))
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return out
+    out.extend(status.get(k) for k in _STATUS_TIMES)
+    for cond in status.get("conditions") or ():
+        if isinstance(cond, dict):
+            out.extend(cond.get(k) for k in _CONDITION_TIMES)
+    for key in _CONTAINER_STATUSES:
+        for cs in status.get(key) or ():
+            if not isinstance(cs, dict):
+                continue
+            for state in (cs.get("state"), cs.get("lastState")):
+                for detail in (state or {}).values() if isinstance(state, dict) else ():
+                    if isinstance(detail, dict):
+                        out.extend((detail.get("startedAt"), detail.get("finishedAt")))
+    return out
+
+
+def _last_log_time(src: Path | str) -> datetime | None:
+    """The timestamp of the last line that starts with one (RFC 3339, as `kubectl logs --timestamps`
+    writes it, or an application's own); only the tail of a file is read."""
+    if isinstance(src, Path):
+        try:
+            with src.open("rb") as fh:
+                size = fh.seek(0, 2)
+                fh.seek(max(0, size - _LOG_TAIL_BYTES))
+                text = fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            return None
+    else:
+        text = src[-_LOG_TAIL_BYTES:]
+    for line in reversed(text.splitlines()):
+        stamp = line.lstrip().split(" ", 1)[0].strip("[]")
+        if "T" in stamp:
+            ts = parse_time(stamp)
+            if ts is not None:
+                return ts
+    return None
+
+
+def newest_time(store: Store, logs: Logs) -> datetime | None:
+    """The newest timestamp in the snapshot's objects and logs: when a snapshot (or a cluster-info
+    dump) without a `now` was taken, as far as it tells."""
+    newest: datetime | None = None
+    for obj in store.objects():
+        for value in _object_times(obj):
+            ts = parse_time(value)
+            if ts is not None and (newest is None or ts > newest):
+                newest = ts
+    for src in logs.sources.values():
+        ts = _last_log_time(src)
+        if ts is not None and (newest is None or ts > newest):
+            newest = ts
+    return newest
 
 
 def _users(raw: Any) -> dict[str, User]:
@@ -161,7 +252,10 @@ def _users(raw: Any) -> dict[str, User]:
 
 
 def load_snapshot(directory: Path | str) -> Snapshot:
-    """Load a snapshot directory; a directory without `cluster/` is read as a cluster-info dump."""
+    """Load a snapshot directory; a directory without `cluster/` is read as a cluster-info dump.
+
+    `snapshot.yaml` is optional. Without users in it: one `admin` (``system:masters``); Sleuth's own
+    identities are added either way. Without `now`: the newest timestamp in the objects and logs."""
     root = Path(directory)
     if not root.is_dir():
         raise SnapshotError(f"{root}: not a directory")
@@ -176,7 +270,7 @@ def load_snapshot(directory: Path | str) -> Snapshot:
             _load_logs(logs, root / "logs")
     else:
         _load_objects(store, root, skip_dirs={root / "logs", root / "metrics"})
-        _load_dump_logs(logs, root)
+        _load_dump_logs(logs, root, store)
         if (root / "logs").is_dir():
             _load_logs(logs, root / "logs")
     cluster = meta.get("cluster") or {}
@@ -188,7 +282,8 @@ def load_snapshot(directory: Path | str) -> Snapshot:
     store.seal()
     for skipped in store.skipped:
         log.info("snapshot object skipped: %s", skipped)
-    now = parse_time(meta.get("now")) or datetime.now(UTC)
+    # no `now` (a cluster-info dump, a snapshot.yaml naming only users): when the snapshot was taken
+    now = parse_time(meta.get("now")) or newest_time(store, logs) or datetime.now(UTC)
     return Snapshot(
         name=name, cluster_name=str(cluster.get("name") or name),
         aliases=tuple(str(a) for a in cluster.get("aliases") or ()), now=now, users=users,

@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from sleuth_common.k8s import parse_time, split_log_timestamp
+
 from ._loader import Logs
 from ._status import ApiError, bad_request
-from ._timefmt import parse_time
 
 Obj = dict[str, Any]
 
@@ -81,8 +82,7 @@ def pod_log(logs: Logs, pod: Obj, params: Mapping[str, str], now: datetime) -> s
         cutoff = parse_time(params["sinceTime"])
     entries: list[tuple[str, str]] = []  # (line with timestamp, line without)
     for line in lines:
-        stamp, _sep, rest = line.partition(" ")
-        ts = parse_time(stamp) if "T" in stamp else None
+        ts, rest = split_log_timestamp(line)
         if ts is None:
             entries.append((line, line))
             continue

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ._timefmt import human_duration, parse_time, since
+from sleuth_common.k8s import LabelSelector, SelectorError, parse_time
+
+from ._timefmt import human_duration, since
 
 Obj = dict[str, Any]
 Row = Callable[[Obj, datetime], list[Any]]
@@ -162,19 +164,15 @@ def _template_cols(obj: Obj) -> list[str]:
             format_selector(_g(obj, "spec", "selector"))]
 
 
-def format_selector(sel: Any) -> str:
+def format_selector(sel: Any, none: str = "<none>") -> str:
+    """`metav1.FormatLabelSelector`: the selector as the API server prints it (requirements by
+    key), `none` when it selects nothing or everything, `<error>` when it is not valid."""
     if not sel:
-        return "<none>"
-    parts = [f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items())]
-    for e in sel.get("matchExpressions") or []:
-        op, values = e.get("operator", ""), e.get("values") or []
-        if op in ("In", "NotIn"):
-            parts.append(f"{e.get('key')} {op.lower()} ({','.join(values)})")
-        elif op == "Exists":
-            parts.append(e.get("key", ""))
-        elif op == "DoesNotExist":
-            parts.append("!" + e.get("key", ""))
-    return ",".join(parts) or "<none>"
+        return none
+    try:
+        return str(LabelSelector.from_dict(sel).canonical()) or none
+    except SelectorError:
+        return "<error>"
 
 
 def _st(obj: Obj, key: str) -> int:

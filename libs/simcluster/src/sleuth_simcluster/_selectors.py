@@ -1,104 +1,19 @@
-"""Label selectors (`a=b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`) and field selectors."""
+"""Field selectors per resource: which fields the API server lets each resource be selected by,
+and how it reads them from an object (its field label conversion). The selector syntax, and label
+selectors, are `sleuth_common.k8s`'s."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sleuth_common.k8s import FieldSelector, SelectorError
+from sleuth_common.k8s import parse_field_selector as parse_field_syntax
+
 Obj = dict[str, Any]
 
-
-class SelectorError(ValueError):
-    """A selector the API server would reject with 400 BadRequest."""
-
-
-@dataclass(frozen=True)
-class Requirement:
-    key: str
-    op: str  # "=", "!=", "in", "notin", "exists", "!"
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        present = self.key in labels
-        if self.op == "exists":
-            return present
-        if self.op == "!":
-            return not present
-        if self.op in ("=", "in"):
-            return present and labels[self.key] in self.values
-        # "!=" and "notin" match objects without the label, as the API server does.
-        return not present or labels[self.key] not in self.values
-
-
-_TOKEN = re.compile(r"\s*(\(|\)|,|!=|==|=|!|[^\s(),=!]+)")
-
-
-def _tokens(text: str) -> list[str]:
-    out, pos = [], 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            if text[pos:].strip():
-                raise SelectorError(f"unable to parse requirement: {text!r}")
-            break
-        out.append(m.group(1))
-        pos = m.end()
-    return out
-
-
-def parse_label_selector(text: str) -> tuple[Requirement, ...]:
-    """Parse a label selector; raise SelectorError the way the API server refuses bad ones."""
-    toks = _tokens(text or "")
-    reqs: list[Requirement] = []
-    i = 0
-
-    def take() -> str:
-        nonlocal i
-        if i >= len(toks):
-            raise SelectorError(f"unable to parse requirement: found end of input in {text!r}")
-        i += 1
-        return toks[i - 1]
-
-    while i < len(toks):
-        tok = take()
-        if tok == "!":
-            reqs.append(Requirement(take(), "!"))
-        elif tok in ("(", ")", ",", "=", "==", "!="):
-            raise SelectorError(f"unable to parse requirement: unexpected {tok!r} in {text!r}")
-        else:
-            key = tok
-            nxt = toks[i] if i < len(toks) else ","
-            if nxt == ",":
-                reqs.append(Requirement(key, "exists"))
-            elif nxt in ("=", "==", "!="):
-                i += 1
-                value = toks[i] if i < len(toks) and toks[i] != "," else ""
-                if value:
-                    i += 1
-                reqs.append(Requirement(key, "!=" if nxt == "!=" else "=", (value,)))
-            elif nxt in ("in", "notin"):
-                i += 1
-                if take() != "(":
-                    raise SelectorError(f"unable to parse requirement: expected '(' in {text!r}")
-                values: list[str] = []
-                while (tok := take()) != ")":
-                    if tok != ",":
-                        values.append(tok)
-                reqs.append(Requirement(key, nxt, tuple(values)))
-            else:
-                raise SelectorError(f"unable to parse requirement: unexpected {nxt!r} in {text!r}")
-        if i < len(toks):
-            if toks[i] != ",":
-                raise SelectorError(f"unable to parse requirement: expected ',' in {text!r}")
-            i += 1
-    return tuple(reqs)
-
-
-def labels_match(reqs: tuple[Requirement, ...], obj: Obj) -> bool:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return all(r.matches(labels) for r in reqs)
+__all__ = ["ResourceFieldSelector", "SelectorError", "fields_match", "parse_field_selector"]
 
 
 # -- field selectors ------------------------------------------------------------------------------
@@ -150,57 +65,31 @@ _COMMON = {"metadata.name": _path("metadata", "name"), "metadata.namespace": _pa
 
 
 @dataclass(frozen=True)
-class FieldRequirement:
-    field: str
-    value: str
-    negate: bool
-    get: Callable[[Obj], str]
+class ResourceFieldSelector:
+    """A field selector checked against one resource's fields, with their readers bound."""
+
+    selector: FieldSelector
+    getters: tuple[tuple[str, Callable[[Obj], str]], ...] = ()
+
+    def __bool__(self) -> bool:
+        return not self.selector.is_empty
 
     def matches(self, obj: Obj) -> bool:
-        return (self.get(obj) == self.value) != self.negate
+        getters = dict(self.getters)
+        return self.selector.matches(lambda name: getters[name](obj))
 
 
-def _split_unescaped(text: str, sep: str) -> list[str]:
-    parts, cur, i = [], [], 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text):
-            cur.append(text[i : i + 2])
-            i += 2
-            continue
-        if ch == sep:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    parts.append("".join(cur))
-    return parts
-
-
-def _unescape(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text)
-
-
-def parse_field_selector(text: str, plural: str) -> tuple[FieldRequirement, ...]:
+def parse_field_selector(text: str, plural: str) -> ResourceFieldSelector:
     """Parse `a=b,c!=d` for resource `plural`; unknown fields raise like the API server's."""
-    reqs: list[FieldRequirement] = []
+    selector = parse_field_syntax(text or "")
     known = {**_COMMON, **_FIELDS.get(plural, {})}
-    for part in _split_unescaped(text or "", ","):
-        if not part.strip():
-            continue
-        m = re.match(r"^(.*?)(!=|==|=)(.*)$", part)
-        if m is None or "\\" in m.group(1):
-            raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
-        name, op, value = m.group(1).strip(), m.group(2), _unescape(m.group(3))
-        getter = known.get(name)
-        if getter is None:
+    for name in selector.fields:
+        if name not in known:
             raise SelectorError(f'"{name}" is not a known field selector: only "metadata.name", '
                                 f'"metadata.namespace"' if plural not in _FIELDS
                                 else f"field label not supported: {name}")
-        reqs.append(FieldRequirement(name, value, op == "!=", getter))
-    return tuple(reqs)
+    return ResourceFieldSelector(selector, tuple((name, known[name]) for name in selector.fields))
 
 
-def fields_match(reqs: tuple[FieldRequirement, ...], obj: Obj) -> bool:
-    return all(r.matches(obj) for r in reqs)
+def fields_match(selector: ResourceFieldSelector, obj: Obj) -> bool:
+    return selector.matches(obj)

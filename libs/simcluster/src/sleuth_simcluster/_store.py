@@ -5,13 +5,14 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from sleuth_common.k8s import parse_time
+
 from ._convert import event_to_core, hpa_v1_to_v2
 from ._registry import RESOURCES, preferred, storage_for
-from ._timefmt import parse_time
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,11 @@ class Store:
             if obj is not None:
                 return obj
         return None
+
+    def objects(self) -> Iterator[Obj]:
+        """Every stored object, in no particular order."""
+        for by_key in self._objects.values():
+            yield from by_key.values()
 
     def count(self) -> int:
         return sum(len(v) for v in self._objects.values())

@@ -1,31 +1,13 @@
-"""RFC 3339 parsing and the API server's human durations (`5m10s`, `3h`, `2d4h`)."""
+"""The API server's human durations (`5m10s`, `3h`, `2d4h`) and ages; RFC 3339 parsing and
+formatting are `sleuth_common.k8s`'s, re-exported here."""
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime
+from datetime import datetime
 
-_FRACTION = re.compile(r"\.(\d+)")
+from sleuth_common.k8s import format_time, parse_time
 
-
-def parse_time(value: object) -> datetime | None:
-    """An aware datetime from an RFC 3339 string (nanoseconds allowed), or None."""
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if not isinstance(value, str) or not value:
-        return None
-    text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), value.strip(), count=1)
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def format_time(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+__all__ = ["format_time", "human_duration", "parse_time", "since"]
 
 
 def human_duration(seconds_float: float) -> str:

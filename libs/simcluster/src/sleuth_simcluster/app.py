@@ -12,16 +12,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from sleuth_common.k8s import LabelSelector
+
 from . import _discovery as disc
 from ._audit import AuditLog, AuditRecord
 from ._convert import present
 from ._impersonation import GROUP_HEADER, USER_HEADER, InternalError, has_impersonation, impersonate
 from ._loader import Snapshot, User
 from ._logs import pod_log
+from ._printers import format_selector
 from ._rbac import Attributes, Authorizer
 from ._registry import REVIEW_KINDS, Resource, lookup
 from ._reviews import identity_groups, parse_body, review
-from ._selectors import SelectorError, fields_match, labels_match, parse_field_selector, parse_label_selector
+from ._selectors import SelectorError, fields_match, parse_field_selector
 from ._status import (
     ApiError,
     bad_request,
@@ -245,13 +248,13 @@ class ApiServer:
         res = info.resource
         params = request.query_params
         try:
-            label_reqs = parse_label_selector(params.get("labelSelector", ""))
+            label_sel = LabelSelector.from_string(params.get("labelSelector", ""))
             field_reqs = parse_field_selector(params.get("fieldSelector", ""), res.plural)
         except SelectorError as exc:
             raise bad_request(str(exc)) from exc
         objs = self.snapshot.store.list(res.storage, info.namespace if res.namespaced and info.namespace else None)
-        if label_reqs:
-            objs = [o for o in objs if labels_match(label_reqs, o)]
+        if not label_sel.is_empty:
+            objs = [o for o in objs if label_sel.matches_object(o)]
         if field_reqs:
             objs = [o for o in objs if fields_match(field_reqs, o)]
         if wants_table(request.headers.get("accept", "")):
@@ -268,8 +271,7 @@ class ApiServer:
 
 def _scale(obj: Obj) -> Obj:
     meta = obj["metadata"]
-    selector = (obj.get("spec") or {}).get("selector") or {}
-    labels = ",".join(f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items()))
+    labels = format_selector((obj.get("spec") or {}).get("selector"), none="")
     return {"kind": "Scale", "apiVersion": "autoscaling/v1",
             "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
                          if k in meta},

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
+from sleuth_common.k8s import LabelSelector, SelectorError, owner_refs, parse_time, strip_pod_template_hash
 from sleuth_kube_mcp import shaping
 from sleuth_kube_mcp.kube import Caller, KubeApiError, KubeUnavailable
 from sleuth_kube_mcp.reads import BadRequest, KubeReader
-from sleuth_kube_mcp.shaping._logpatterns import PatternTable, parse_timestamp
+from sleuth_kube_mcp.shaping._logpatterns import PatternTable
 
-__all__ = ["analyze_logs", "label_match", "subgraph"]
+__all__ = ["analyze_logs", "subgraph"]
 
 CORRELATION_NOTE = (
     "Timing is correlation, not cause: a pattern that starts near the reference time is a lead to "
@@ -31,36 +31,20 @@ _WORKLOAD_PATHS = {
 }
 
 
-def label_match(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """Does a LabelSelector (or a plain map, as in a Service) select ``labels``? An empty or
-    missing selector selects nothing here (callers decide what "select all" means)."""
-    if not selector:
-        return False
-    if "matchLabels" not in selector and "matchExpressions" not in selector:
-        return all(labels.get(k) == v for k, v in selector.items())
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and labels.get(key) in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
+def _selector(value: Any, plain_map: bool = False) -> LabelSelector | None:
+    """The selector an object carries; None (selects nothing) when it has none or an invalid one.
+    ``plain_map``: a Service's ``map[string]string``, which the API server drops when empty."""
+    if value is None or (plain_map and not value):
+        return None
+    try:
+        return LabelSelector.from_map(value) if plain_map else LabelSelector.from_dict(value)
+    except SelectorError:
+        return None
 
 
 def _owned_by(pod: Mapping[str, Any], workload: str) -> bool:
-    meta = pod.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or []:
-        name = str(ref.get("name", ""))
-        if name == workload or re.fullmatch(rf"{re.escape(workload)}-[a-z0-9]{{5,10}}", name):
-            return True
-    return False
+    """Is ``workload`` an owner of ``pod``, or the Deployment behind its ReplicaSet owner?"""
+    return any(r.name == workload or strip_pod_template_hash(r.name) == workload for r in owner_refs(pod))
 
 
 def _pod_health(pod: Mapping[str, Any]) -> tuple[int, int, str]:
@@ -110,7 +94,7 @@ async def analyze_logs(
 ) -> dict[str, Any]:
     if not (workload or label_selector):
         raise BadRequest("pass workload (a Deployment, StatefulSet, Job... name) or label_selector")
-    reference = parse_timestamp(reference_time) if reference_time else None
+    reference = parse_time(reference_time) if reference_time else None
     if reference_time and reference is None:
         raise BadRequest(f"reference_time {reference_time!r} is not an RFC 3339 time")
     pods = await _workload_pods(reader, namespace, workload, kind, label_selector, caller)
@@ -388,8 +372,9 @@ def _build(namespace: str, objs: dict[str, list[dict[str, Any]]]) -> _Graph:
         sid = g.node_id("Service", name)
         ready = sum(len(s.get("addresses") or []) for s in (eps.get(name) or {}).get("subsets") or [])
         g.nodes[sid]["ready_endpoints"] = ready
+        service_selector = _selector(spec.get("selector"), plain_map=True)
         for p in pods:
-            if label_match(spec.get("selector"), (p.get("metadata") or {}).get("labels") or {}):
+            if service_selector is not None and service_selector.matches_object(p):
                 g.link(sid, g.node_id("Pod", str((p.get("metadata") or {}).get("name"))), "selects")
     for ing in objs.get("ingresses", []):
         iid = g.node_id("Ingress", str((ing.get("metadata") or {}).get("name")))
@@ -416,10 +401,10 @@ def _build(namespace: str, objs: dict[str, list[dict[str, Any]]]) -> _Graph:
         kind = _KIND_OF[key]
         for o in objs.get(key, []):
             oid = g.node_id(kind, str((o.get("metadata") or {}).get("name")))
-            sel = (o.get(sel_path[0]) or {}).get(sel_path[1])
+            # {} selects every pod in the namespace (a NetworkPolicy, a policy/v1 PDB); null, none
+            sel = _selector((o.get(sel_path[0]) or {}).get(sel_path[1]))
             for p in pods:
-                labels = (p.get("metadata") or {}).get("labels") or {}
-                if label_match(sel, labels) or (key == "networkpolicies" and sel == {}):
+                if sel is not None and sel.matches_object(p):
                     g.link(oid, g.node_id("Pod", str((p.get("metadata") or {}).get("name"))), rel)
     return g
 

@@ -99,7 +99,9 @@ class JobProgress(Message):
 
 class RootCause(_Part):
     family: str
-    resource: str = ""
+    resource: str = ""  # the object where the fix belongs (DESIGN §3)
+    affected: str = ""  # the workload that shows the symptom, when another object is the cause
+    chain: str = ""  # the causal chain in one line: "pods of Deployment X cannot start → the Secret Y ..."
     summary: str = ""
     confidence: Confidence = "low"
 

@@ -18,6 +18,11 @@ from sleuth_agent.rca._recency import recovered, reference_time
 from sleuth_agent.rca._records import EventView, PodView, items_of
 from sleuth_agent.rca._signatures import Match, load_catalog, match_all
 from sleuth_agent.rca._symptoms import asserted_symptoms
+from sleuth_agent.rca.engine.build import build_graph
+from sleuth_agent.rca.engine.graph import Graph, Ref, Rel
+from sleuth_agent.rca.engine.locate import locate
+from sleuth_agent.rca.engine.registry import Located
+from sleuth_agent.rca.followups.changes import explains
 from sleuth_agent.settings import AgentSettings
 from sleuth_common.scope import Scope
 
@@ -38,6 +43,17 @@ class Finding:
     variables: dict[str, str] = field(default_factory=dict)
     alternatives: list[Match] = field(default_factory=list)
     pinned: bool = False  # the object the question asks about, shown to be down: ranks first
+    located: Located | None = None  # where the fix belongs, on the causal graph
+    changed: str = ""  # what the newest rollout changed that explains the family, with its evidence id
+
+    @property
+    def resource(self) -> str:
+        """The object where the fix belongs (the symptom's own object when nothing further explains it)."""
+        return str(self.located.root) if self.located is not None else self.obs.resource
+
+    @property
+    def affected(self) -> str:
+        return str(self.located.affected) if self.located is not None else self.obs.resource
 
     @property
     def family(self) -> str:
@@ -84,6 +100,7 @@ class ClusterOutcome:
     namespace_evidence: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     symptoms: list[str] = field(default_factory=list)  # current problems the question asserts
+    graph: Graph = field(default_factory=Graph)
 
 
 async def _noop(stage: str, message: str) -> None:
@@ -258,6 +275,8 @@ async def analyse_cluster(
         for ns, name in services:
             if ns == o.namespace and name != o.name and re.search(rf"(?<![-\w]){re.escape(name)}(?![-\w])", text):
                 wanted.add((ns, name))
+    # A Service reached only through a caller's failing connections (by ClusterIP) is not a finding
+    # of its own: the caller's chain ends there (families/dependency_unreachable.py).
     svc_obs = service_findings(got, targets, wanted, log)
 
     for o in examine:  # a Deployment whose rollout timed out says so, whatever the question asked
@@ -277,8 +296,15 @@ async def analyse_cluster(
         finding.variables = _variables(obs, finding.match)
         ranked.append((finding, det))
     ranked.sort(key=lambda fd: -fd[0].score)
+    out.graph = build_graph(got, log.results)
+    for o in examine:  # calls: a workload → the Service or pod its failing connections target
+        for t in o.net_targets:
+            out.graph.link(Ref.of(o.kind, o.namespace, o.name), Rel.CALLS, Ref.of(t.kind, t.namespace, t.name))
+    for finding, _det in ranked:
+        finding.located = locate(finding.family, finding.obs, finding.variables, out.graph) if finding.match else None
     for finding, det in ranked:  # evidence ids follow the ranking
         finding.evidence = _cite(log, finding.obs, det, finding)
+        _cite_change(log, finding)
         out.findings.append(finding)
     if asked_nodes:
         _node_support(out, got, targets, log)
@@ -590,7 +616,8 @@ _DERIVED_KEYS = {
     "disk_full": ("volume",),
     "network_policy_blocked": ("netpol",),
     "probe_failure": ("probe",),
-    "dependency_unreachable": ("dependency",),
+    "dependency_unreachable": ("dependency", "net_target"),
+    "oom_killed": ("limit_source",),
     "missing_config": ("env_missing", "env_unconfirmed"),
     "image_pull": ("pull",),
 }
@@ -663,6 +690,27 @@ def _cite(log: EvidenceLog, obs: WorkloadObservation, det: Details | None, findi
     for result, summary, hl in obs.cites:
         ids.append(log.cite(result, summary, hl))
     return list(dict.fromkeys(ids))
+
+
+def _cite_change(log: EvidenceLog, finding: Finding) -> None:
+    """The newest rollout's template diff, when a changed field can explain the family."""
+    ch = finding.obs.rollout
+    if ch is None or finding.match is None:
+        return
+    relevant = [c for c in ch.changes if explains(finding.family, c)]
+    if not relevant:
+        return
+    eid = log.cite(
+        ch.result,
+        f"ReplicaSet {ch.current} (revision {ch.current_revision}) against {ch.previous} (revision {ch.previous_revision})",
+        [c.text() for c in relevant[:4]],
+    )
+    finding.evidence.append(eid)
+    finding.changed = (
+        f"What changed: revision {ch.current_revision} (ReplicaSet {ch.current}) changed "
+        + "; ".join(c.text() for c in relevant[:3])
+        + f" from revision {ch.previous_revision} [{eid}]."
+    )
 
 
 def _probe_kill(e: EventView) -> bool:

@@ -25,6 +25,11 @@ from sleuth_agent.rca._observe import (
     pull_cause,
 )
 from sleuth_agent.rca._records import PodView, items_of
+from sleuth_agent.rca.engine.graph import selector_of
+from sleuth_agent.rca.engine.network import NetKind, classify_all
+from sleuth_agent.rca.followups.changes import rollout_changes
+from sleuth_agent.rca.followups.network import network_targets
+from sleuth_common.k8s import LabelSelector, cpu_millicores, format_quantity, quantity_or_none
 
 __all__ = ["FollowUps", "label_selects", "parse_selector", "service_findings"]
 
@@ -43,25 +48,14 @@ _QUOTA = re.compile(
 _LIMIT_RANGE = re.compile(r"(maximum|minimum) (\S+) usage per (Container|Pod) is (\S+?),? but (limit|request) is (\S+?)[\],.]*(?:\s|$)", re.IGNORECASE)
 
 
-def parse_selector(text: str | None) -> dict[str, str] | None:
-    """``a=b,c=d`` → dict; ``*`` (or empty) → {} (selects everything); expressions are skipped."""
-    if text is None:
-        return None
-    text = text.strip()
-    if text in ("", "*"):
-        return {}
-    out = {}
-    for part in text.split(","):
-        k, sep, v = part.partition("=")
-        if sep and " " not in k:
-            out[k.strip()] = v.strip()
-    return out
+def parse_selector(text: Any) -> LabelSelector | None:
+    """A selector as kube-mcp writes it (``*`` selects everything, set-based operators included);
+    ``None`` (selects nothing) when there is none: a Service without a selector has no pods."""
+    return selector_of(text)
 
 
-def label_selects(selector: Mapping[str, str] | None, labels: Mapping[str, str]) -> bool:
-    if selector is None:
-        return False
-    return all(labels.get(k) == v for k, v in selector.items())
+def label_selects(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
+    return selector is not None and selector.matches(labels)
 
 
 def _registry(image: str) -> str:
@@ -77,11 +71,10 @@ def _quantity_double(q: str) -> str:
 
 
 def _cpu_double(q: str) -> str:
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)(m?)", q.strip())
-    if not m:
+    value = quantity_or_none(q)
+    if value is None or value <= 0:
         return "<a higher limit>"
-    value = float(m.group(1)) * 2
-    return f"{int(value) if value.is_integer() else value}{m.group(2)}"
+    return format_quantity(value * 2, binary=False)
 
 
 class FollowUps:
@@ -139,6 +132,13 @@ class FollowUps:
             await self._service_ports(obs, [ln for ln in facts.log if _REFUSED.search(ln)])
         if container is not None:
             await self._env(obs, container)
+        await self._network_targets(obs, facts)
+        if pod is not None and container is not None:
+            await self._injected_limits(obs, pod, container)
+        if obs.kind == "Deployment" and not obs.quiet and obs.pods:
+            change = await rollout_changes(self._read, obs.namespace, obs.name, self.got.results.get(("list_workloads", obs.namespace)))
+            if change is not None:
+                obs.rollout = change
         if obs.quiet and container is not None and obs.kind in ("Deployment", "StatefulSet"):
             await self._hpa_saturation(obs, container)
         if pod is not None and container is not None and container.init and container.state == "running":
@@ -148,6 +148,59 @@ class FollowUps:
             {"ErrImagePull", "ImagePullBackOff"} & set(facts.waiting_reason) or any("Failed to pull" in m for m in pulls)
         ):
             await self._image_pull(obs, pod, container, pulls)
+
+    # -- network targets ---------------------------------------------------------------------
+    async def _network_targets(self, obs: WorkloadObservation, facts: Any) -> None:
+        """What the failing connections target (a Service or a pod in scope) and its state; a
+        DNS failure (also a resolver that refuses or times out on port 53) is a fact of its own."""
+        lines = [*facts.log, *facts.event_message]
+        dns = [f for f in classify_all(lines) if f.kind == NetKind.DNS]
+        if dns:
+            obs.derive("dns", dns[-1].line)
+            if dns[-1].host:
+                obs.variables.setdefault("dns_host", dns[-1].host)
+        targets = network_targets(lines, obs.namespace, self.got.services, self.got.pods)
+        targets = [t for t in targets if not (t.kind == "Service" and t.name == obs.name)]
+        if not targets:
+            return
+        obs.net_targets = targets
+        t = targets[-1]
+        if t.kind == "Pod" and t.backends:
+            kind, name = t.backends[0]
+            obs.variables["target_ref"] = f"{kind}/{t.namespace}/{name}"
+        else:
+            obs.variables["target_ref"] = t.ref
+        what = {"refused": "are refused", "timeout": "time out", "unreachable": "find no route", "reset": "are reset", "tls": "fail the TLS handshake", "http_5xx": "get HTTP 5xx"}[t.failure.kind.value]
+        if t.kind == "Service":
+            state = (
+                "it has no ready endpoints" if t.ready_endpoints == 0
+                else f"it has {t.ready_endpoints} ready endpoint(s)" if t.ready_endpoints is not None else "its endpoints are unknown"
+            )
+            back = ", ".join(f"{k} {n}" for k, n in t.backends)
+            if back:
+                state += f"; it selects the pods of {back}" + (" (not all ready)" if t.backends_ready is False else "")
+            obs.derive("net_target", f"The connections {what} at Service {t.name} ({state}).")
+        else:
+            obs.derive("net_target", f"The connections {what} at pod {t.name}" + (" (not ready)." if t.backends_ready is False else "."))
+
+    # -- limits set by admission -------------------------------------------------------------
+    async def _injected_limits(self, obs: WorkloadObservation, pod: PodView, container: Any) -> None:
+        """The LimitRanger admission plugin records the limits it set on the pod
+        (``kubernetes.io/limit-ranger``): then a LimitRange's default is where the limit came from."""
+        note = dict(pod.annotations).get("kubernetes.io/limit-ranger", "")
+        if not note or "memory limit" not in note or container.name not in note:
+            return
+        obs.variables["limit_source"] = "LimitRange"
+        r = await self._read("list_quotas", {"namespace": obs.namespace})
+        if r.ok and isinstance(r.data, dict):
+            owners = [
+                str(lr.get("name")) for lr in r.data.get("limit_ranges") or []
+                if any("memory" in (item.get("default") or {}) for item in lr.get("limits") or [])
+            ]
+            if len(owners) == 1:
+                obs.variables["limit_range"] = owners[0]
+                obs.derive("limit_source", f"LimitRange {owners[0]} set this memory limit as its default ({note}); the pod spec sets none.")
+                obs.cites.append((r, f"LimitRange {owners[0]} in {obs.namespace}", [f"default memory limit: {container.memory_limit}", note[:160]]))
 
     # -- image pulls ---------------------------------------------------------------------------
     async def _image_pull(self, obs: WorkloadObservation, pod: PodView, container: Any, messages: list[str]) -> None:
@@ -535,6 +588,12 @@ class FollowUps:
         if m:
             bound, resource, per, allowed, which, asked = m.groups()
             obs.variables.update({"lr_bound": bound.lower(), "lr_resource": resource, "lr_per": per, "lr_allowed": allowed, "lr_which": which, "lr_value": asked})
+            owners = [
+                str(lr.get("name")) for lr in r.data.get("limit_ranges") or []
+                if any(item.get("type") == per and resource in (item.get(bound.lower()) or {}) for item in lr.get("limits") or [])
+            ]
+            if len(owners) == 1:
+                obs.variables["lr_name"] = owners[0]
         # A past termination of a pod that runs again now is history: the new pods are never created.
         for p in obs.pods:
             for c in p.containers:
@@ -714,7 +773,7 @@ class FollowUps:
             if used is None:
                 continue
             sel = parse_selector(svc.get("selector"))
-            if not sel:
+            if sel is None or sel.is_empty:
                 continue
             selected = [q for q in self.got.pods.get(obs.namespace, []) if label_selects(sel, dict(q.labels))]
             if not selected:
@@ -794,6 +853,7 @@ class FollowUps:
                         "so DNS lookups and outgoing connections are dropped.",
                     )
                     obs.cites.append((r, f"NetworkPolicy {p.get('name')} in {obs.namespace}", [f"{p.get('name')}: policyTypes={p.get('policy_types')}, egress rules={len(egress)}"]))
+                    obs.variables.update({"netpol_name": str(p.get("name")), "netpol_direction": "egress"})
                     return
         # Ingress side: the Service the log names, its pods, the policies that select them.
         services = self.got.services.get(obs.namespace, [])
@@ -830,13 +890,20 @@ class FollowUps:
                         "so their connections are dropped (they time out).",
                     )
                     obs.cites.append((r, f"NetworkPolicy {p.get('name')} in {obs.namespace}", [f"{p.get('name')}: ingress from {', '.join(peers_text)}"]))
+                    obs.variables.update({"netpol_name": str(p.get("name")), "netpol_direction": "ingress"})
                     return
 
 
 def service_findings(
-    got: Collected, namespaces: list[str], wanted: set[tuple[str, str]], log: EvidenceLog
+    got: Collected,
+    namespaces: list[str],
+    wanted: set[tuple[str, str]],
+    log: EvidenceLog,
+    named: set[tuple[str, str]] | None = None,
 ) -> list[WorkloadObservation]:
-    """Services (named, or named in a failing workload's logs) whose selector matches no pod."""
+    """Services (named, or named in a failing workload's logs) whose selector matches no pod.
+    ``named``: the ones the question or alert names (all of ``wanted`` when not given); the others
+    were reached through a caller's failing connections and rank as its cause, not above it."""
     out = []
     for ns in namespaces:
         r = got.results.get(("list_services", ns))
@@ -845,11 +912,11 @@ def service_findings(
             if (ns, name) not in wanted and (ns, name) not in got.service_notes:
                 continue
             sel = parse_selector(svc.get("selector"))
-            if not sel:
+            if sel is None or sel.is_empty:
                 continue  # no selector: endpoints are managed by hand
             notes = got.service_notes.get((ns, name))
             if notes:
-                obs = WorkloadObservation(ns, "Service", name, named=True)
+                obs = WorkloadObservation(ns, "Service", name, named=named is None or (ns, name) in named)
                 for note, variables, cites in notes[:1]:
                     obs.derive("service_port", note)
                     obs.variables.update(variables)
@@ -864,13 +931,14 @@ def service_findings(
             matching = [p for p in pods if label_selects(sel, dict(p.labels))]
             if matching:
                 continue  # pods exist but are not ready: their own failure is the cause
-            sel_text = ",".join(f"{k}={v}" for k, v in sel.items())
-            near = [p for p in pods if any(dict(p.labels).get(k) == v for k, v in sel.items())]
+            sel_text = str(sel)
+            keys = {r.key for r in sel.requirements}
+            near = [p for p in pods if any(r.key in dict(p.labels) and r.matches(dict(p.labels)) for r in sel.requirements)]
             hint = ""
             if near:
-                lab = ",".join(f"{k}={v}" for k, v in sorted(dict(near[0].labels).items()) if k in sel)
+                lab = ",".join(f"{k}={v}" for k, v in sorted(dict(near[0].labels).items()) if k in keys)
                 hint = f" The closest pods ({near[0].workload[0]} {near[0].workload[1]}) have {lab}."
-            obs = WorkloadObservation(ns, "Service", name, named=True)
+            obs = WorkloadObservation(ns, "Service", name, named=named is None or (ns, name) in named)
             obs.derive(
                 "service",
                 f"Service {name} in {ns} selects {sel_text}, but no pod has those labels, so it has no ready endpoints "
@@ -883,10 +951,8 @@ def service_findings(
 
 
 def _millicores(q: str) -> float | None:
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)(m?)", (q or "").strip())
-    if not m:
-        return None
-    return float(m.group(1)) * (1 if m.group(2) else 1000)
+    value = quantity_or_none(q)
+    return float(cpu_millicores(value)) if value is not None else None
 
 
 def _container_ports(pod: Any) -> list[tuple[str, str, str]]:

@@ -8,12 +8,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 
 from sleuth_agent.rca._analyse import ClusterOutcome, analyse_cluster
 from sleuth_agent.rca._collect import Toolbox
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._plan import alert_target, parse_question, pick_clusters, terms_for_alerts
-from sleuth_agent.rca._report import build_result, simple_result
+from sleuth_agent.rca._report import build_result, degraded_result, simple_result
 from sleuth_agent.settings import Settings
 from sleuth_agent.tools import open_cluster_tools
 from sleuth_common.config import ClusterSettings
@@ -67,13 +68,12 @@ async def investigate(
     started = time.monotonic()
     progress = progress or _noop
     remaining = min(job.deadline - time.time(), settings.agent.default_deadline)
+    run = _Run()
     try:
         async with asyncio.timeout(max(remaining, 1.0)):
-            result = await _investigate(job, scope, settings, progress, on_audit, tools_factory)
+            result = await _investigate(job, scope, settings, progress, on_audit, tools_factory, run)
     except TimeoutError:
-        result = simple_result(
-            "error", "The investigation ran out of time before it could finish; try a narrower question."
-        )
+        result = degraded_result(run.outcomes, run.evidence, run.clusters)
     return result.model_copy(
         update={
             "job_id": job.id,
@@ -83,6 +83,16 @@ async def investigate(
     )
 
 
+@dataclass
+class _Run:
+    """What an investigation has gathered so far: kept outside the deadline, so a run that
+    overruns still reports the evidence it collected (a degraded report, never an empty error)."""
+
+    evidence: EvidenceLog = field(default_factory=EvidenceLog)
+    outcomes: list[ClusterOutcome] = field(default_factory=list)
+    clusters: list[str] = field(default_factory=list)
+
+
 async def _investigate(
     job: InvestigationJob,
     scope: ScopeReply,
@@ -90,7 +100,9 @@ async def _investigate(
     progress: ProgressCallback,
     on_audit: AuditCallback | None,
     tools_factory: ToolsFactory | None,
+    run: _Run | None = None,
 ) -> InvestigationResult:
+    run = run or _Run()
     if scope.empty:
         return simple_result(
             "denied",
@@ -123,8 +135,9 @@ async def _investigate(
         terms = terms_for_alerts(target)
     else:
         terms = parse_question(question, words)
-    evidence = EvidenceLog()
-    outcomes: list[ClusterOutcome] = []
+    evidence = run.evidence
+    outcomes = run.outcomes
+    run.clusters = [c.name for c in clusters]
     extra_unavailable: list[str] = []
     for cluster in clusters:
         cscope = Scope.from_cluster_scope(scope.clusters.get(cluster.name))

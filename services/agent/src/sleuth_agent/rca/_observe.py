@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth_agent.rca._records import ContainerView, EventView, PodView, WorkloadView
+from sleuth_common.k8s import format_quantity, quantity_or_none
 
 __all__ = [
     "Facts",
@@ -206,16 +207,10 @@ _UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "K": 10**3, "M": 1
 
 def next_memory_limit(limit: str) -> str:
     """Double a memory quantity, keeping binary units readable (``256Mi`` → ``512Mi``)."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT]i?|k)?", limit.strip())
-    if not m:
+    q = quantity_or_none(limit)
+    if q is None or q <= 0:
         return "<a higher limit>"
-    value, unit = float(m.group(1)), m.group(2) or ""
-    doubled = value * 2
-    if unit == "" and doubled >= 2**20:
-        return f"{int(doubled // 2**20)}Mi"
-    if unit == "Mi" and doubled >= 1024 and doubled % 1024 == 0:
-        return f"{int(doubled // 1024)}Gi"
-    return f"{int(doubled) if doubled.is_integer() else doubled}{unit}"
+    return format_quantity(q * 2, binary=not limit.strip().endswith(("k", "M", "G", "T")))
 
 
 @dataclass
@@ -235,6 +230,8 @@ class WorkloadObservation:
     quiet: bool = False  # its pods run and are ready: only current signals (logs, alerts) count
     cites: list[tuple[Any, str, list[str]]] = field(default_factory=list)  # (ToolResult, summary, highlights)
     variables: dict[str, str] = field(default_factory=dict)  # observed values for the templates
+    rollout: Any = None  # followups.changes.RolloutChange: what the newest rollout changed
+    net_targets: list[Any] = field(default_factory=list)  # followups.network.NetTarget
 
     @property
     def resource(self) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from sleuth_agent.rca._records import EventView, PodView
+from sleuth_common.k8s import parse_time as k8s_parse_time
 
 __all__ = ["HISTORY_AFTER", "parse_time", "recovered", "reference_time"]
 
@@ -24,21 +25,11 @@ _TROUBLE = ("BackOff", "Killing", "Unhealthy", "OOMKilling", "Evicted", "Failed"
 
 
 def parse_time(text: str) -> float | None:
-    """Seconds since the epoch of an RFC 3339 timestamp (``2027-05-18T10:39:44Z``), else None."""
+    """Seconds since the epoch of the first RFC 3339 timestamp in ``text``, else None (the
+    shared ``sleuth_common.k8s.parse_time`` reads it)."""
     m = _TS.search(text or "")
-    if not m:
-        return None
-    try:
-        t = datetime.strptime(f"{m.group(1)}T{m.group(2)}", "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
-    except ValueError:
-        return None
-    tz = m.group(3) or "Z"
-    offset = 0
-    if tz != "Z":
-        sign = 1 if tz[0] == "+" else -1
-        digits = tz[1:].replace(":", "")
-        offset = sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
-    return t.timestamp() - offset
+    t = k8s_parse_time(m.group(0)) if m else None
+    return t.timestamp() if t is not None else None
 
 
 def reference_time(pods: Iterable[PodView], events: Iterable[EventView]) -> float | None:

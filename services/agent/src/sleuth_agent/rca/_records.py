@@ -176,6 +176,9 @@ def _int(v: Any) -> int | None:
         return None
 
 
+_READ_ANNOTATIONS = ("kubernetes.io/limit-ranger",)
+
+
 @dataclass(frozen=True)
 class PodView:
     namespace: str
@@ -196,6 +199,8 @@ class PodView:
     service_account: str = ""
     image_pull_secrets: tuple[str, ...] | None = None  # None: the record does not say (list_pods)
     ready_since: str = ""  # lastTransitionTime of the Ready condition when it is True
+    ip: str = ""  # status.podIP
+    annotations: tuple[tuple[str, str], ...] = ()  # only the ones the investigator reads (limit-ranger)
 
     @classmethod
     def parse(cls, p: dict[str, Any]) -> PodView:
@@ -288,6 +293,12 @@ class PodView:
                 _get(p, "service_account", default="") or _get(spec, "serviceAccountName", default="") or ""
             ),
             image_pull_secrets=_pull_secrets(p, spec),
+            ip=str(_get(p, "pod_ip", "ip", default="") or _get(status, "podIP", default="") or ""),
+            annotations=tuple(
+                (str(k), str(v))
+                for k, v in sorted((_get(p, "annotations", default=None) or _get(meta, "annotations", default={}) or {}).items())
+                if k in _READ_ANNOTATIONS
+            ),
             ready_since=next(
                 (
                     str(c.get("last_transition") or c.get("lastTransitionTime") or c.get("last_transition_time") or "")

@@ -9,6 +9,7 @@ from sleuth_agent.rca._analyse import ClusterOutcome, Finding
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._symptoms import ongoing, request_level
+from sleuth_agent.rca.engine.blast import blast_radius
 from sleuth_common.messages import Action, Candidate, InvestigationResult, RootCause
 
 __all__ = ["build_result", "fill", "simple_result"]
@@ -44,6 +45,8 @@ def _summary(f: Finding) -> str:
         for note in f.obs.derived.get("rollout", []):
             if note not in text:
                 text += " " + note
+    if f.changed:
+        text += " " + f.changed
     return text
 
 
@@ -221,8 +224,12 @@ def build_result(
     # The gate: a root cause needs at least medium confidence; below that, say what was checked.
     status = "diagnosed" if matched and primary.confidence in ("high", "medium") else "insufficient_evidence"
     rc = RootCause(
-        family=primary.family if status == "diagnosed" else "insufficient_evidence",
-        resource=primary.obs.resource,
+        family=(primary.located.family if primary.located and primary.located.family else primary.family)
+        if status == "diagnosed"
+        else "insufficient_evidence",
+        resource=primary.resource if status == "diagnosed" else primary.obs.resource,
+        affected=primary.affected if status == "diagnosed" and primary.affected != primary.resource else "",
+        chain=_chain(primary) if status == "diagnosed" else "",
         summary=_summary(primary),
         confidence=primary.confidence if status == "diagnosed" else "low",
     )  # type: ignore[arg-type]
@@ -230,7 +237,7 @@ def build_result(
     if status != "diagnosed" and primary.match is not None:
         others = [primary, *others]
     cands = [Candidate(family=m.signature.family, resource=primary.obs.resource, score=primary.alternative_score(m)) for m in primary.alternatives]
-    cands += [Candidate(family=f.family, resource=f.obs.resource, score=f.score) for f in others]
+    cands += [Candidate(family=f.family, resource=f.resource, score=f.score) for f in others]
     cands += [
         Candidate(family=m.signature.family, resource=f.obs.resource, score=f.alternative_score(m))
         for f in others
@@ -249,15 +256,28 @@ def build_result(
     )
     if status == "diagnosed":
         sections = [
-            f"**Root cause** ({primary.family}, confidence {primary.confidence}): {_summary(primary)} "
+            f"**Root cause** ({rc.family}, confidence {primary.confidence}): {_summary(primary)} "
             + _refs(primary.evidence)
         ]
+        if _chain(primary):
+            sections.append(f"**Chain:** {_chain(primary)} (fix `{primary.resource}`).")
+        radius = _blast(primary, outcomes)
+        if radius:
+            sections.append(radius)
     else:
         sections = [
             "**Root cause:** not established. What was checked does not support a root cause with enough "
             f"confidence. Strongest lead ({primary.family}, confidence {primary.confidence}): "
             f"{_summary(primary)} " + _refs(primary.evidence)
         ]
+    close = [m for m in primary.alternatives if m.confidence == primary.confidence]
+    if status == "diagnosed" and close:
+        sections.append(
+            f"**Close call:** {close[0].signature.family} fits what was collected about as well as "
+            f"{rc.family} (both {primary.confidence}); check both before acting."
+        )
+    if status != "diagnosed":
+        sections.append(_next_step(primary, log))
     if primary.alternatives:
         sections.append(
             "**Other explanations considered:** "
@@ -266,7 +286,8 @@ def build_result(
         )
     for f in others:
         sections.append(
-            f"**Also failing** — {f.obs.resource} ({f.family}, confidence {f.confidence}): "
+            f"**Also failing** — {f.obs.resource} ({f.family}, confidence {f.confidence}"
+            + (f"; fix `{f.resource}`" if f.resource != f.obs.resource else "") + "): "
             f"{_summary(f)} " + _refs(f.evidence)
         )
     answer = _md([*lead, problem, *sections], actions, log, unavailable, withheld)
@@ -278,6 +299,51 @@ def build_result(
         answer_markdown=answer,
         **common,  # type: ignore[arg-type]
     )
+
+
+def _blast(f: Finding, outcomes: Sequence[ClusterOutcome]) -> str:
+    """"Also affected or at risk": other workloads in scope that depend on the root-cause object."""
+    if f.located is None:
+        return ""
+    for o in outcomes:
+        if f in o.findings:
+            b = blast_radius(o.graph, f.located.root, f.located.affected)
+            if b is not None:
+                names = ", ".join(f"{w.kind} {w.name}" for w in b.workloads)
+                return f"**Also affected or at risk** (they {b.how}): {names}."
+    return ""
+
+
+def _next_step(f: Finding, log: EvidenceLog) -> str:
+    """What an abstention checked, what it lacked, and the command to run next."""
+    tools = sorted({r.tool for r in log.results if r.ok})
+    pod, c = f.obs.representative()
+    missing = []
+    if not any(f.obs.logs.values()):
+        missing.append("a log line that names the failure")
+    if not [e for e in f.obs.events if e.type == "Warning"]:
+        missing.append("a Warning event")
+    if f.match is None:
+        missing.append("a known failure signature")
+    if pod is not None:
+        nxt = f"kubectl describe pod {pod.name} -n {f.obs.namespace}"
+        if c is not None and c.restart_count:
+            nxt = f"kubectl logs {pod.name} -n {f.obs.namespace} -c {c.name} --previous"
+    else:
+        nxt = f"kubectl describe {f.obs.kind.lower()} {f.obs.name} -n {f.obs.namespace}"
+    return (
+        f"**Checked:** {', '.join(tools) or 'nothing answered'} ({log.calls} calls). "
+        + (f"**Missing:** {'; '.join(missing)}. " if missing else "")
+        + f"**Next:** `{nxt}`"
+    )
+
+
+def _chain(f: Finding) -> str:
+    """The causal chain in one line, when the root cause is another object than the symptom's."""
+    if f.located is None or not f.located.chain or f.resource == f.obs.resource:
+        return ""
+    chain = f.located.chain
+    return chain[0].upper() + chain[1:]
 
 
 def _refs(ids: Sequence[str]) -> str:
@@ -314,3 +380,33 @@ def _md(
     if unavailable:
         parts.append("**Unavailable:** " + "; ".join(unavailable))
     return "\n\n".join(parts)
+
+
+def degraded_result(outcomes: Sequence[ClusterOutcome], log: EvidenceLog, clusters: Sequence[str]) -> InvestigationResult:
+    """The overall deadline passed: answer with what was gathered and say what was not reached,
+    instead of an error that discards it (DESIGN §3)."""
+    done = [o.cluster for o in outcomes]
+    missed = [c for c in clusters if c not in done]
+    late = "The investigation ran out of time before it finished"
+    if any(o.findings for o in outcomes):
+        note = f"{late}: " + (f"cluster {', '.join(missed)} was not reached; " if missed else "") + "this answer uses what was gathered."
+        result = build_result(outcomes, log, scope_text=", ".join(done), notes=[note])
+        return result
+    for r in log.results[:8]:
+        if r.ok:
+            log.cite(r, f"read before the deadline ({r.tool})")
+    unavailable = tuple(log.unavailable)
+    withheld = tuple(log.withheld_notes())
+    text = (
+        f"{late}: {log.calls} tool call(s) were made, but matching them to a cause was not reached"
+        + (f" (cluster {', '.join(missed)} not reached)" if missed else "")
+        + ". What was read is listed below. Ask again naming the workload or namespace to narrow it down."
+    )
+    return InvestigationResult(
+        status="insufficient_evidence",
+        answer_markdown=_md([text], [], log, unavailable, withheld),
+        evidence=tuple(log.items),
+        withheld=withheld,
+        unavailable=unavailable,
+        tool_calls=log.calls,
+    )

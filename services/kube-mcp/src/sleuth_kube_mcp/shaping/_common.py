@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from sleuth_common.k8s import SelectorError, as_label_selector, controller_ref, quantity_or_none
 
 __all__ = [
     "compact",
@@ -23,11 +23,8 @@ def compact(d: Mapping[str, Any]) -> dict[str, Any]:
 
 def owner(meta: Mapping[str, Any]) -> dict[str, str] | None:
     """The controlling owner (``{"kind", "name"}``), or the first owner, or None."""
-    refs = meta.get("ownerReferences") or []
-    if not refs:
-        return None
-    ref = next((r for r in refs if r.get("controller")), refs[0])
-    return {"kind": str(ref.get("kind", "")), "name": str(ref.get("name", ""))}
+    ref = controller_ref({"metadata": meta})
+    return {"kind": ref.kind, "name": ref.name} if ref else None
 
 
 def conditions(items: list[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
@@ -48,54 +45,16 @@ def conditions(items: list[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
 
 
 def selector_string(selector: Mapping[str, Any] | None) -> str | None:
-    """A LabelSelector (or a plain map, as in Service.spec.selector) as ``kubectl -l`` text."""
+    """A LabelSelector (or a plain map, as in Service.spec.selector) as ``kubectl -l`` text, in
+    the order written; None when there is none, it is empty or it is not valid."""
     if not selector:
         return None
-    if "matchLabels" not in selector and "matchExpressions" not in selector:
-        return ",".join(f"{k}={v}" for k, v in selector.items()) or None
-    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        if op == "In":
-            parts.append(f"{key} in ({','.join(values)})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({','.join(values)})")
-        elif op == "Exists":
-            parts.append(str(key))
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(parts) or None
-
-
-_QTY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
-_SUFFIX = {
-    "": Decimal(1),
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-    "Ki": Decimal(2**10),
-    "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30),
-    "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50),
-    "Ei": Decimal(2**60),
-}
-
-
-def parse_quantity(value: Any) -> Decimal | None:
-    """A Kubernetes quantity ("256Mi", "500m", "2") as a number, or None when it is not one."""
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    m = _QTY.match(str(value or "").strip())
-    if not m or m.group(2) not in _SUFFIX:
-        return None
     try:
-        return Decimal(m.group(1)) * _SUFFIX[m.group(2)]
-    except InvalidOperation:
+        sel = as_label_selector(selector)
+    except SelectorError:
         return None
+    return (str(sel) if sel is not None else "") or None
+
+
+parse_quantity = quantity_or_none
+"""A Kubernetes quantity ("256Mi", "500m", "2") as a Decimal, or None when it is not one."""

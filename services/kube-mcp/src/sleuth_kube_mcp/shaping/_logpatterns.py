@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
-__all__ = ["PatternTable", "is_problem_line", "line_level", "normalize", "parse_timestamp", "split_timestamp"]
+from sleuth_common.k8s import format_time, split_log_timestamp
 
-_TS_PREFIX = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s?")
+__all__ = ["PatternTable", "is_problem_line", "line_level", "normalize"]
+
 _LEVEL = [
     (
         "error",
@@ -36,29 +37,6 @@ _SUBS = [
     (re.compile(r"(?<=[-_])[a-z0-9]{5}\b(?=[^-]|$)"), "<id>"),
     (re.compile(r"\b\d+(?:\.\d+)?(?:ms|s|m|h|Mi|Gi|Ki|MB|GB|KB|B|%)?\b"), "<n>"),
 ]
-
-
-def split_timestamp(line: str) -> tuple[str, str]:
-    """(the RFC 3339 prefix ``kubectl logs --timestamps`` adds, or "", the rest)."""
-    m = _TS_PREFIX.match(line)
-    if not m:
-        return "", line
-    return m.group(1), line[m.end() :]
-
-
-def parse_timestamp(text: str) -> datetime | None:
-    if not text:
-        return None
-    t = text.strip().replace("Z", "+00:00")
-    m = re.match(r"^(.*T\d\d:\d\d:\d\d)(\.\d+)?(.*)$", t)
-    if m:  # Python wants at most 6 fractional digits
-        frac = (m.group(2) or "")[:7]
-        t = m.group(1) + frac + (m.group(3) or "")
-    try:
-        dt = datetime.fromisoformat(t)
-    except ValueError:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def line_level(message: str) -> str:
@@ -106,7 +84,7 @@ class PatternTable:
     patterns: dict[str, _Pattern] = field(default_factory=dict)
 
     def add(self, pod: str, line: str, previous: bool = False) -> None:
-        ts_text, message = split_timestamp(line)
+        ts, message = split_log_timestamp(line)
         level = line_level(message)
         if not level:
             return
@@ -119,7 +97,6 @@ class PatternTable:
         p.count += 1
         p.pods.add(pod)
         p.previous = p.previous or previous
-        ts = parse_timestamp(ts_text)
         if ts is not None:
             p.first = ts if p.first is None or ts < p.first else p.first
             p.last = ts if p.last is None or ts > p.last else p.last
@@ -145,4 +122,4 @@ class PatternTable:
 
 
 def _iso(ts: datetime | None) -> str | None:
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if ts else None
+    return format_time(ts) if ts else None
