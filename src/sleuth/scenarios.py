@@ -40,9 +40,12 @@ __all__ = [
     "Outcome",
     "Scenario",
     "alerts_from_payload",
+    "first_contact_sets",
+    "holdout_set",
     "is_holdout",
     "load_scenarios",
     "offline_cluster",
+    "per_family",
     "run_corpus",
     "score",
     "split_holdout",
@@ -329,6 +332,14 @@ class Outcome:
         )
 
     @property
+    def confident_wrong(self) -> bool:
+        """Diagnosed with high confidence, and the family or the resource is not the expected one."""
+        r = self.result
+        if r is None or r.status != "diagnosed" or r.root_cause is None or r.root_cause.confidence != "high":
+            return False
+        return not (self.status_ok and self.family_ok and self.resource_ok)
+
+    @property
     def abstained(self) -> bool:
         r = self.result
         return r is not None and r.status == "insufficient_evidence" and self.scenario.expect.get("status") != "insufficient_evidence"
@@ -382,6 +393,35 @@ def is_holdout(sc: Scenario) -> bool:
     return sc.path.name.startswith(HOLDOUT_PREFIX)
 
 
+def holdout_set(sc: Scenario) -> str:
+    """The hand-written set a holdout scenario belongs to (``holdout``, ``holdout2`` …)."""
+    return sc.path.name.split("-", 1)[0] if is_holdout(sc) else ""
+
+
+def first_contact_sets(root: Path) -> set[str]:
+    """Holdout sets nobody has tuned the investigator to yet (``scenarios/FIRST_CONTACT``, one
+    set per line): their figure is the honest measure of generalisation."""
+    f = root / "FIRST_CONTACT"
+    if not f.is_file():
+        return set()
+    return {ln.strip() for ln in f.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")}
+
+
+def per_family(outcomes: list[Outcome]) -> str:
+    """Scenarios, correct, wrong (a confident other family), abstained — per expected family."""
+    rows: dict[str, list[int]] = {}
+    for o in outcomes:
+        fam = str(o.scenario.expect.get("family") or o.scenario.expect.get("status") or "?")
+        row = rows.setdefault(fam, [0, 0, 0, 0])
+        row[0] += 1
+        row[1] += o.passed
+        row[2] += o.wrong
+        row[3] += o.abstained
+    lines = [f"{'family':26} {'n':>3} {'correct':>7} {'wrong':>5} {'abstained':>9}"]
+    lines += [f"{fam:26} {r[0]:3d} {r[1]:7d} {r[2]:5d} {r[3]:9d}" for fam, r in sorted(rows.items())]
+    return "\n".join(lines)
+
+
 def split_holdout(outcomes: list[Outcome]) -> tuple[list[Outcome], list[Outcome]]:
     """(main corpus, holdout set)."""
     return [o for o in outcomes if not is_holdout(o.scenario)], [o for o in outcomes if is_holdout(o.scenario)]
@@ -393,7 +433,7 @@ def summary_line(label: str, s: dict[str, Any]) -> str:
     return (
         f"{label:8} {n:3d} scenarios: correct {s['correct'] * 100:5.1f}% ({round(s['correct'] * n)}/{n}), "
         f"family {s['family_top1'] * 100:5.1f}%, resource {s['resource_top1'] * 100:5.1f}%, "
-        f"wrong {s['wrong'] * 100:4.1f}%, abstained {s['abstained'] * 100:4.1f}%, leaks {s['leaks']}, "
+        f"wrong {s['wrong'] * 100:4.1f}% (high {s['confident_wrong'] * 100:4.1f}%), abstained {s['abstained'] * 100:4.1f}%, leaks {s['leaks']}, "
         f"p50 {s['p50_ms']:.0f} ms, p95 {s['p95_ms']:.0f} ms"
     )
 
@@ -415,6 +455,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
         "family_top1": sum(o.family_ok and o.status_ok for o in outcomes) / n,
         "resource_top1": sum(o.resource_ok and o.status_ok for o in outcomes) / n,
         "wrong": sum(o.wrong for o in outcomes) / n,
+        "confident_wrong": sum(o.confident_wrong for o in outcomes) / n,
         "abstained": sum(o.abstained for o in outcomes) / n,
         "leaks": sum(len(o.leaks) for o in outcomes),
         "p50_ms": statistics.median(walls) if walls else 0.0,

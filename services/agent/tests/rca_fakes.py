@@ -8,7 +8,7 @@ from typing import Any
 
 from sleuth_agent.rca._collect import Collected
 from sleuth_agent.rca._evidence import EvidenceLog
-from sleuth_agent.rca._followups import FollowUps
+from sleuth_agent.rca.followups import FollowUps
 from sleuth_common.mcp import ToolResult
 
 

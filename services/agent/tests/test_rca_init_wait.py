@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from sleuth_agent.rca._collect import Collected
 from sleuth_agent.rca._evidence import EvidenceLog
-from sleuth_agent.rca._followups import FollowUps
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._records import PodView
 from sleuth_agent.rca._signatures import match_all
+from sleuth_agent.rca.followups import FollowUps
 
 
 def _pod() -> PodView:

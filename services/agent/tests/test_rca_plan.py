@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from sleuth_agent.rca._collect import Collected
 from sleuth_agent.rca._evidence import EvidenceLog
-from sleuth_agent.rca._followups import label_selects, parse_selector, service_findings
 from sleuth_agent.rca._plan import alert_target, terms_for_alerts
 from sleuth_agent.rca._records import PodView
+from sleuth_agent.rca.followups import label_selects, parse_selector, service_findings
 from sleuth_common.messages import AlertRef
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from sleuth_agent.rca._analyse import _rollout_note
 from sleuth_agent.rca._collect import Collected
 from sleuth_agent.rca._evidence import EvidenceLog
-from sleuth_agent.rca._followups import FollowUps
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._records import EventView, PodView, WorkloadView
 from sleuth_agent.rca._signatures import match_all
+from sleuth_agent.rca.followups import FollowUps
 
 
 def _crashing_pod_with_ready_sidecar() -> PodView:

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 from sleuth_agent.rca._collect import Collected
-from sleuth_agent.rca._followups import service_findings
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._records import PodView
 from sleuth_agent.rca._signatures import match_all
+from sleuth_agent.rca.followups import service_findings
 
 _spec = importlib.util.spec_from_file_location("agent_rca_fakes", Path(__file__).parent / "rca_fakes.py")
 assert _spec and _spec.loader

@@ -78,7 +78,7 @@ async def test_list_resources_names_keys_never_values(kube_mcp, mcp_call) -> Non
     assert data["kind"] == "Secret"
     for item in data["items"]:
         assert item["namespace"] == "team-a" and isinstance(item.get("keys", []), list)
-        assert set(item) <= {"namespace", "kind", "name", "type", "keys"}
+        assert set(item) <= {"namespace", "kind", "name", "type", "keys", "created"}
 
 
 async def test_list_storage_is_marked_cluster_scoped(kube_mcp, mcp_call) -> None:

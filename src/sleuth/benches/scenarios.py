@@ -18,6 +18,8 @@ from pathlib import Path
 from sleuth.benches import emit
 from sleuth.scenarios import (
     OFFLINE_ADMIN_GROUPS,
+    first_contact_sets,
+    holdout_set,
     load_scenarios,
     offline_cluster,
     run_corpus,
@@ -55,8 +57,18 @@ def run() -> None:
     s = summarize(main)
     h = summarize(holdout)
     print(summary_line("main", s), flush=True)
+    fresh = first_contact_sets(root)
+    sets: dict[str, list] = {}
+    for o in holdout:
+        sets.setdefault(holdout_set(o.scenario), []).append(o)
+    # Sets that shaped the code measure regressions; untouched sets measure generalisation.
+    for name in sorted(sets, key=lambda n: (n in fresh, n)):
+        label = f"{name}{'*' if name in fresh else ''}"
+        print(summary_line(label, summarize(sets[name])), flush=True)
     if holdout:
         print(summary_line("holdout", h), flush=True)
+        if fresh:
+            print("  * first contact: a set nobody has tuned the investigator to (scenarios/FIRST_CONTACT)", flush=True)
     scenarios = load_scenarios(root)
     floor = asyncio.run(_tool_call_floor(scenarios[0].path)) if scenarios else 1.0
     n = s["scenarios"]
@@ -72,6 +84,10 @@ def run() -> None:
         emit("holdout_family_top1", h["family_top1"] * 100, "%", "all holdout scenarios", 100.0, "(report)")
         emit("holdout_wrong", h["wrong"] * 100, "%", "all holdout scenarios", 100.0, "<= 3%")
         emit("holdout_abstained", h["abstained"] * 100, "%", "all holdout scenarios", 100.0, "(report)")
+    for name in sorted(fresh & set(sets)):
+        f = summarize(sets[name])
+        emit(f"{name}_first_contact_correct", f["correct"] * 100, "%", "all scenarios of the set", 100.0, ">= 85%", scenarios=f["scenarios"])
+        emit(f"{name}_first_contact_confident_wrong", f["confident_wrong"] * 100, "%", "all scenarios of the set", 100.0, "<= 5%")
     s["leaks"] += h["leaks"]
     s["must_pass_failed"] = s["must_pass_failed"] + h["must_pass_failed"]
     emit("scenarios_leaks", float(s["leaks"]), "count", "none", 1.0, "== 0")

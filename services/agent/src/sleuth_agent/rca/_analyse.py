@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 from sleuth_agent.rca._collect import Collected, Details, Toolbox, collect_details, collect_namespaces
 from sleuth_agent.rca._evidence import EvidenceLog
-from sleuth_agent.rca._followups import FollowUps, service_findings
 from sleuth_agent.rca._observe import WorkloadObservation, clip, error_lines, next_memory_limit
 from sleuth_agent.rca._plan import AlertTarget, QuestionTerms, matching, mentions, resolve_names
 from sleuth_agent.rca._recency import recovered, reference_time
@@ -21,7 +20,9 @@ from sleuth_agent.rca._symptoms import asserted_symptoms
 from sleuth_agent.rca.engine.build import build_graph
 from sleuth_agent.rca.engine.graph import Graph, Ref, Rel
 from sleuth_agent.rca.engine.locate import locate
+from sleuth_agent.rca.engine.onset import before_onset
 from sleuth_agent.rca.engine.registry import Located
+from sleuth_agent.rca.followups import FollowUps, controllers, service_findings
 from sleuth_agent.rca.followups.changes import explains
 from sleuth_agent.settings import AgentSettings
 from sleuth_common.scope import Scope
@@ -131,6 +132,15 @@ def _failing(obs: WorkloadObservation, now: float | None = None) -> bool:
         return True
     if any([_troubled(p, obs, now) for p in obs.pods]):
         return True
+    if w is not None and w.kind == "CronJob":
+        # A CronJob has no pods of its own: it is in trouble when the controller says it skips or
+        # misses runs, or when it is suspended (its runs are Jobs, observed one by one).
+        skipping = {"JobAlreadyActive", "TooManyMissedTimes", "MissSchedule", "FailedNeedsStart", "FailedCreate"}
+        return any(e.reason in skipping and e.object_name == w.name for e in obs.events) or (
+            w.extra.get("suspend") is True and obs.named
+        )
+    if any(e.reason == "FailedCreate" and e.type == "Warning" and e.object_kind in ("ReplicaSet", "StatefulSet", "DaemonSet", "Job") for e in obs.events):
+        return True  # the controller cannot create the pods (quota, LimitRange, admission webhook)
     if w is not None:
         conds = " ".join(f"{t}={s} {r}" for t, s, r, _m in w.conditions)
         if w.paused and (w.updated or 0) < (w.replicas or 0):
@@ -254,7 +264,9 @@ async def analyse_cluster(
     failing = [o for o in chosen if _failing(o, now)]
     # A workload the question names is read even when its pods look fine: its logs may say why.
     quiet_named = [o for o in chosen if o.named and o not in failing and o.pods]
-    out.healthy = [o for o in chosen if o not in failing and (o.pods or o.workload is not None)]
+    out.healthy = [
+        o for o in chosen if o not in failing and (o.pods or (o.workload is not None and o.kind != "CronJob"))
+    ]
     failing.sort(key=lambda o: (not o.named, -o.facts().max_restarts, o.resource))
     failing = failing[: settings.max_workloads]
     examine = failing + quiet_named[: max(0, settings.max_workloads - len(failing))]
@@ -267,6 +279,8 @@ async def analyse_cluster(
     )
     follow = FollowUps(tools, log, got, timeout, scope.cluster_wide)
     await asyncio.gather(*(follow.run(o) for o in examine))
+    for o in examine:
+        controllers.apply(o, controllers.controller_facts(o, got.workloads.get(o.namespace, [])))
 
     # Services: those the question names, and those named in the logs of what we examined.
     wanted = {s for s in services if s in matched}
@@ -561,7 +575,7 @@ def _variables(obs: WorkloadObservation, match: Match | None) -> dict[str, str]:
         "derived": "",
     }
     if c is not None and c.cpu_limit:
-        from sleuth_agent.rca._followups import _cpu_double
+        from sleuth_agent.rca.followups import cpu_double as _cpu_double
 
         v["cpu_limit_next"] = _cpu_double(c.cpu_limit)
     v.update(obs.variables)
@@ -706,8 +720,12 @@ def _cite_change(log: EvidenceLog, finding: Finding) -> None:
         [c.text() for c in relevant[:4]],
     )
     finding.evidence.append(eid)
+    data = ch.result.data if isinstance(ch.result.data, dict) else {}
+    when = before_onset((data.get("metadata") or {}).get("creationTimestamp"), finding.obs)
     finding.changed = (
-        f"What changed: revision {ch.current_revision} (ReplicaSet {ch.current}) changed "
+        f"What changed: revision {ch.current_revision} (ReplicaSet {ch.current}"
+        + (f", {when}" if when else "")
+        + ") changed "
         + "; ".join(c.text() for c in relevant[:3])
         + f" from revision {ch.previous_revision} [{eid}]."
     )

@@ -59,8 +59,6 @@ class Collected:
             for w in workloads:
                 if w.kind == "ReplicaSet" or not w.name:
                     continue
-                if w.kind == "CronJob":
-                    continue  # its runs are Jobs, observed one by one
                 obs = out.setdefault((ns, w.kind, w.name), WorkloadObservation(ns, w.kind, w.name))
                 obs.workload = w
         for ns, events in self.events.items():

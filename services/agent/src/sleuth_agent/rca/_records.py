@@ -362,6 +362,7 @@ class EventView:
     object_name: str = ""
     count: int = 1
     last_seen: str = ""  # lastTimestamp (or eventTime / firstTimestamp), "" when the record has none
+    first_seen: str = ""  # firstTimestamp (or eventTime), "" when the record has none
 
     @classmethod
     def parse(cls, e: dict[str, Any]) -> EventView:
@@ -383,6 +384,7 @@ class EventView:
                 or _get(_get(e, "series", default={}) or {}, "lastObservedTime", default="")
                 or ""
             ),
+            first_seen=str(_get(e, "first_timestamp", "firstTimestamp", "first_seen", "event_time", "eventTime", default="") or ""),
         )
 
 
@@ -440,4 +442,31 @@ class WorkloadView:
             owner_name=str(owner.get("name", "")),
             failed=int(job.get("failed", 0) or _get(status, "failed", default=0) or 0) if isinstance(job, dict) else 0,
             selector=sel if isinstance(sel, str) else "",
+            extra=_controller_fields(w, spec, status),
         )
+
+
+def _controller_fields(w: dict[str, Any], spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    """The controller settings the investigator reasons with (kube-mcp's record or a raw object):
+    Job activeDeadlineSeconds/backoffLimit, CronJob concurrencyPolicy/startingDeadlineSeconds/
+    suspend/active jobs, StatefulSet podManagementPolicy/partition, Deployment progress deadline."""
+    job = _get(w, "job", default=None) or {}
+    cron = _get(w, "cron", default=None) or {}
+    raw_cron = spec.get("jobTemplate") is not None
+    out: dict[str, Any] = {
+        "active_deadline_seconds": job.get("active_deadline_seconds", spec.get("activeDeadlineSeconds") if not raw_cron else None),
+        "backoff_limit": job.get("backoff_limit", spec.get("backoffLimit") if not raw_cron else None),
+        "start_time": job.get("start_time", status.get("startTime")),
+        "concurrency_policy": cron.get("concurrency_policy", spec.get("concurrencyPolicy")),
+        "starting_deadline_seconds": cron.get("starting_deadline_seconds", spec.get("startingDeadlineSeconds")),
+        "suspend": cron.get("suspend", spec.get("suspend")),
+        "active_jobs": cron.get("active_jobs") or [a.get("name") for a in status.get("active") or [] if isinstance(a, dict)],
+        "last_schedule_time": cron.get("last_schedule_time", status.get("lastScheduleTime")),
+        "last_successful_time": cron.get("last_successful_time", status.get("lastSuccessfulTime")),
+        "pod_management_policy": _get(w, "pod_management_policy", default=None) or spec.get("podManagementPolicy"),
+        "partition": _get(w, "partition", default=None)
+        if _get(w, "partition", default=None) is not None
+        else ((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition"),
+        "progress_deadline_seconds": _get(w, "progress_deadline_seconds", default=None) or spec.get("progressDeadlineSeconds"),
+    }
+    return {k: v for k, v in out.items() if v not in (None, [], "")}

@@ -92,6 +92,8 @@ def resource_record(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     base: dict[str, Any] = {"namespace": meta.get("namespace"), "kind": kind, "name": meta.get("name")}
+    if meta.get("creationTimestamp"):
+        base["created"] = meta.get("creationTimestamp")  # "what changed": an object created near the onset
     if kind == "ConfigMap":
         base["keys"] = sorted([*(obj.get("data") or {}), *(obj.get("binaryData") or {})])
     elif kind == "Secret":

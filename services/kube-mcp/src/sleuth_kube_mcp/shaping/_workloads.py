@@ -104,11 +104,15 @@ def workload_summary(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     if kind == "Deployment":
         record["paused"] = bool(spec.get("paused", False))
         record["strategy"] = (spec.get("strategy") or {}).get("type")
+        record["progress_deadline_seconds"] = spec.get("progressDeadlineSeconds")
+        record["max_unavailable"] = ((spec.get("strategy") or {}).get("rollingUpdate") or {}).get("maxUnavailable")
         record["revision"] = (meta.get("annotations") or {}).get("deployment.kubernetes.io/revision")
     elif kind == "ReplicaSet":
         record["revision"] = (meta.get("annotations") or {}).get("deployment.kubernetes.io/revision")
     elif kind == "StatefulSet":
         record["service_name"] = spec.get("serviceName")
+        record["pod_management_policy"] = spec.get("podManagementPolicy", "OrderedReady")
+        record["partition"] = ((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition")
         record["current_revision"] = status.get("currentRevision")
         record["update_revision"] = status.get("updateRevision")
     elif kind == "DaemonSet":
@@ -126,6 +130,7 @@ def workload_summary(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
                 "completions": spec.get("completions"),
                 "parallelism": spec.get("parallelism"),
                 "backoff_limit": spec.get("backoffLimit"),
+                "active_deadline_seconds": spec.get("activeDeadlineSeconds"),
                 "active": status.get("active", 0),
                 "succeeded": status.get("succeeded", 0),
                 "failed": status.get("failed", 0),
@@ -139,6 +144,7 @@ def workload_summary(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
                 "schedule": spec.get("schedule"),
                 "suspend": bool(spec.get("suspend", False)),
                 "concurrency_policy": spec.get("concurrencyPolicy"),
+                "starting_deadline_seconds": spec.get("startingDeadlineSeconds"),
                 "last_schedule_time": status.get("lastScheduleTime"),
                 "last_successful_time": status.get("lastSuccessfulTime"),
                 "active_jobs": [a.get("name") for a in status.get("active") or []],

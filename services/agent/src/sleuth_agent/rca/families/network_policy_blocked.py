@@ -5,6 +5,7 @@ that drops the traffic; the workload whose connections fail is the affected one.
 from __future__ import annotations
 
 from sleuth_agent.rca.engine.graph import Graph, Ref
+from sleuth_agent.rca.engine.onset import before_onset
 from sleuth_agent.rca.engine.registry import FamilyRule, Located, Symptom, family, phrase
 
 __all__ = ["Rule"]
@@ -20,4 +21,7 @@ class Rule(FamilyRule):
         root = Ref.of("NetworkPolicy", symptom.variables.get("netpol_namespace") or subject.namespace, name)
         direction = symptom.variables.get("netpol_direction", "")
         what = {"egress": "drops their outgoing traffic", "ingress": "drops the traffic to the pods they call"}.get(direction, "drops their traffic")
-        return Located(root, subject, f"connections from {phrase(subject)} time out → NetworkPolicy {name} {what}")
+        record = graph.attrs(root).get("record") or {}
+        when = before_onset(record.get("created"), symptom.obs)
+        chain = f"connections from {phrase(subject)} time out → NetworkPolicy {name} {what}" + (f" ({when})" if when else "")
+        return Located(root, subject, chain)
