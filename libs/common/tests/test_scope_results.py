@@ -124,3 +124,17 @@ def test_images_urls_and_paths_are_not_namespace_refs() -> None:
     assert kept["images"] == ["bitnami/redis", "team-b/api"]
     assert kept["related"] == [{"target": "team-a/db"}]
     assert out.removed == 1
+
+
+def test_security_profile_names_are_not_namespace_references() -> None:
+    """``runtime/default`` (seccomp, AppArmor) is a profile name, not ``namespace/name``: a pod
+    carrying the legacy annotation (OpenShift's restricted SCC sets it) is the caller's own pod.
+    A real ``ns/name`` reference elsewhere in the same record is still read as one."""
+    pod = {"namespace": "team-a", "name": "api-1", "phase": "Running",
+           "annotations": {"seccomp.security.alpha.kubernetes.io/pod": "runtime/default",
+                           "container.apparmor.security.beta.kubernetes.io/app": "localhost/k8s-apparmor-example"},
+           "containers": [{"name": "app", "security_context": {"seccompProfile": {"type": "Localhost", "localhostProfile": "profiles/audit.json"}}}]}
+    out = filter_result(json.dumps(pod), ALICE)
+    assert out.outcome != "withheld" and out.data["annotations"]["seccomp.security.alpha.kubernetes.io/pod"] == "runtime/default"
+    leaky = {**pod, "owner": "team-b/pay-1"}
+    assert "pay-1" not in (filter_result(json.dumps({"items": [leaky]}), ALICE).text or "")

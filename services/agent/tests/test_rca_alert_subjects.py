@@ -106,3 +106,18 @@ async def test_unknown_name_in_a_readable_namespace_is_insufficient_evidence_not
     # No namespace named: it may live where the caller cannot look, which is an access answer.
     r = await _run(parse_question("why is ghost-api failing?"))
     assert r.status == "denied"
+
+
+def test_the_exporters_own_pod_is_not_the_subject_and_an_hpa_label_is() -> None:
+    """kube-state-metrics' HPA metrics carry no pod of their own: the ``pod``/``container`` labels
+    are the exporter's (the scrape target), the ``horizontalpodautoscaler`` label is the subject."""
+    t = alert_target([AlertRef(labels={
+        "alertname": "KubeHpaReplicasMismatch", "namespace": NS, "horizontalpodautoscaler": "web-bff",
+        "job": "kube-state-metrics", "service": "kube-prometheus-stack-kube-state-metrics",
+        "pod": "kube-prometheus-stack-kube-state-metrics-5c8f9d7b6-p4m2z", "container": "kube-state-metrics",
+    })])
+    assert t.objects == ("web-bff",) and t.containers == ()
+    # a pod label that is not the exporter's stays the subject
+    own = alert_target([AlertRef(labels={"alertname": "KubePodCrashLooping", "namespace": NS, "pod": "web-1",
+                                         "container": "web", "job": "kube-state-metrics"})])
+    assert own.objects == ("web-1",) and own.containers == ("web",)

@@ -23,13 +23,16 @@ def test_forbid_with_a_hung_run_skips_every_new_run() -> None:
     cron = WorkloadView.parse({"namespace": "fin", "kind": "CronJob", "name": "export", "cron": {
         "concurrency_policy": "Forbid", "active_jobs": ["export-2901"], "last_schedule_time": "2027-02-03T02:00:00Z"}})
     hung = WorkloadView.parse({"namespace": "fin", "kind": "Job", "name": "export-2901", "job": {"start_time": "2027-01-30T02:00:05Z"}})
-    obs = WorkloadObservation("fin", "CronJob", "export", workload=cron)
+    skipped = EventView.parse({"type": "Normal", "reason": "JobAlreadyActive", "count": 7, "involved_object": {"kind": "CronJob", "name": "export"},
+                               "message": "Not starting job because prior execution is running and concurrency policy is Forbid"})
+    obs = WorkloadObservation("fin", "CronJob", "export", workload=cron, events=[skipped])
     family, confidence, v = _diagnose(obs, [cron, hung])
+    assert "Forbid" in obs.derived["cron_blocked"][0] and "7 scheduled run(s)" in obs.derived["cron_blocked"][0]
     assert (family, confidence) == ("job_failed", "high")
     assert v["active_job"] == "export-2901" and v["active_since"].startswith("2027-01-30")
 
 
-def test_forbid_with_a_run_that_started_after_the_last_schedule_is_not_blocked() -> None:
+def test_forbid_with_an_active_run_and_no_skipped_schedule_is_not_blocked() -> None:
     cron = WorkloadView.parse({"namespace": "fin", "kind": "CronJob", "name": "export", "cron": {
         "concurrency_policy": "Forbid", "active_jobs": ["export-2902"], "last_schedule_time": "2027-02-03T02:00:00Z"}})
     running = WorkloadView.parse({"namespace": "fin", "kind": "Job", "name": "export-2902", "job": {"start_time": "2027-02-03T02:00:04Z"}})

@@ -142,7 +142,10 @@ NETWORK = [
     Net("read udp 10.1.0.5:41234->10.96.0.10:53: read: connection refused", NetKind.DNS, "10.96.0.10", "53"),
     Net("dial tcp 10.96.4.4:80: connect: connection refused", NetKind.REFUSED, "10.96.4.4", "80"),
     Net("psycopg2.OperationalError: connection to server at \"pg.shop\" (10.96.7.7), port 5432 failed: Connection timed out", NetKind.TIMEOUT),
-    Net("Get \"https://api:443/health\": dial tcp 10.1.0.5:443: i/o timeout", NetKind.TIMEOUT, "10.1.0.5", "443"),
+    # the URL names what the client meant to reach (a Service name), the dial line what it resolved to
+    Net("Get \"https://api:443/health\": dial tcp 10.1.0.5:443: i/o timeout", NetKind.TIMEOUT, "api", "443"),
+    Net("Post \"https://pdf.docs.svc.cluster.local/render\": x509: certificate has expired: current time 2027-08-02T00:00:20Z is after 2027-08-01T23:59:59Z", NetKind.TLS, "pdf.docs.svc.cluster.local", "443"),
+    Net("http: TLS handshake error from 10.244.1.37:51234: remote error: tls: bad certificate", None),  # a server's inbound report
     Net("x509: certificate has expired or is not yet valid: current time 2027-01-02T00:00:00Z is after 2026-12-31T23:59:59Z", NetKind.TLS),
     Net("upstream api:8080 returned 503", NetKind.HTTP_5XX, "api", "8080"),
     Net("read tcp 10.1.0.5:5555->10.96.4.4:80: read: connection reset by peer", NetKind.RESET, "10.96.4.4", "80"),
@@ -238,3 +241,17 @@ async def test_a_deadline_gives_a_degraded_report_with_the_evidence_gathered(dem
     assert result.tool_calls >= 4 and result.evidence, "the evidence read before the deadline is kept"
     assert all(e.command.startswith("kubectl ") for e in result.evidence)
     assert "ran out of time" in result.answer_markdown
+
+
+def test_an_object_created_just_before_the_onset_is_named_with_the_gap() -> None:
+    from sleuth_agent.rca._records import EventView
+    from sleuth_agent.rca.engine.onset import before_onset, onset
+
+    ev = EventView.parse({"type": "Warning", "reason": "Unhealthy", "message": "x", "firstTimestamp": "2027-03-01T09:00:00Z",
+                          "lastTimestamp": "2027-03-01T09:30:00Z", "involved_object": {"kind": "Pod", "name": "api-1"}})
+    obs = WorkloadObservation("shop", "Deployment", "api", events=[ev])
+    assert onset(obs) is not None and onset(obs).isoformat() == "2027-03-01T09:00:00+00:00"  # type: ignore[union-attr]
+    assert before_onset("2027-03-01T08:55:00Z", obs) == "created 08:55 UTC, 5 min before the first failure"
+    assert before_onset("2027-02-20T08:55:00Z", obs) == ""  # weeks before: not a suspect
+    assert before_onset("2027-03-01T10:00:00Z", obs) == ""  # after the onset
+    assert before_onset(None, obs) == "" and before_onset("2027-03-01T08:55:00Z", WorkloadObservation("s", "Deployment", "x")) == ""

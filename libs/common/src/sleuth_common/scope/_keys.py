@@ -116,6 +116,11 @@ def _classify_key(key: str) -> int:
         c |= VALUE
     if k in _OPAQUE_KEYS or k.endswith(("image", "images", "_url", "url", "_path", "uri")):
         c |= OPAQUE
+    if "seccomp" in k or "apparmor" in k or k == "localhostprofile":
+        # Security profiles: "runtime/default", "docker/default", "localhost/<file>" are profile
+        # names, not namespace/name references (reading them as such withheld every pod that
+        # carries the legacy seccomp annotation, as OpenShift's restricted SCC sets it).
+        c |= OPAQUE
     if k in _TEXT_KEYS or k.endswith(_TEXT_SUFFIXES):
         c |= TEXT
     if k in _LABEL_KEYS or k.endswith(("labels", "annotations", "selector")):

@@ -222,6 +222,11 @@ async def analyse_cluster(
         for word, owners in (await _claim_owners(tools, log, got, targets, unmatched, terms, timeout)).items():
             matched.update(owners)
             unmatched.remove(word)
+    if unmatched and alert is not None:
+        # A HorizontalPodAutoscaler stands for the workload it scales.
+        for word, owner in (await _hpa_targets(tools, log, targets, unmatched, timeout)).items():
+            matched.add(owner)
+            unmatched.remove(word)
     # "the worker" when two workloads are workers: the question means one object, which one is unclear.
     meant = [w for w in ambiguous if terms.names_an_object([w]) or w in terms.referenced]
     if matched:
@@ -429,6 +434,28 @@ async def _claim_owners(
     return out
 
 
+async def _hpa_targets(
+    tools: Toolbox, log: EvidenceLog, namespaces: list[str], words: list[str], limit: float
+) -> dict[str, tuple[str, str]]:
+    """Words that name a HorizontalPodAutoscaler → (namespace, name of its scale target)."""
+    if not tools.has_tool("list_resources"):
+        return {}
+    from sleuth_agent.rca._collect import _call
+
+    listed = await asyncio.gather(
+        *(_call(tools, log, "list_resources", {"kind": "hpa", "namespace": ns}, limit) for ns in namespaces)
+    )
+    out: dict[str, tuple[str, str]] = {}
+    for ns, r in zip(namespaces, listed, strict=True):
+        if not r.ok:
+            continue
+        for hpa in items_of(r.data, "items"):
+            target = str(hpa.get("target") or "")
+            if hpa.get("name") in words and "/" in target:
+                out[str(hpa["name"])] = (ns, target.partition("/")[2])
+    return out
+
+
 def _rollout_note(obs: WorkloadObservation, got: Collected, log: EvidenceLog) -> None:
     """A Deployment whose rollout timed out (Progressing=False ProgressDeadlineExceeded): say so,
     and how many pods the old ReplicaSets still serve, next to whatever makes the new pods fail."""
@@ -632,6 +659,7 @@ _DERIVED_KEYS = {
     "probe_failure": ("probe",),
     "dependency_unreachable": ("dependency", "net_target"),
     "oom_killed": ("limit_source",),
+    "job_failed": ("cron_blocked", "cron_suspended", "job_deadline"),
     "missing_config": ("env_missing", "env_unconfirmed"),
     "image_pull": ("pull",),
 }

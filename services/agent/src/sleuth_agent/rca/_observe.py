@@ -166,13 +166,14 @@ _PULL_CAUSES = (
     ("auth", re.compile(r"\b40[13] (?:Unauthorized|Forbidden)\b|\bunauthorized\b|authentication required|"
                         r"pull access denied|\bdenied: |insufficient_scope|no basic auth credentials", re.IGNORECASE)),
     ("rate_limited", re.compile(r"\b429 Too Many Requests\b|toomanyrequests", re.IGNORECASE)),
+    # before not_found: containerd ends this one with ": not found" too
+    ("platform", re.compile(r"no match for platform in manifest(?:: not found)?|exec format error", re.IGNORECASE)),
     ("not_found", re.compile(r"manifest unknown|\bnot found\b|404 Not Found|repository does not exist|name unknown",
                              re.IGNORECASE)),
     ("dns", re.compile(r"no such host|server misbehaving", re.IGNORECASE)),
     ("network", re.compile(r"i/o timeout|connection refused|context deadline exceeded|TLS handshake timeout|"
                            r"network is unreachable|no route to host", re.IGNORECASE)),
     ("tls", re.compile(r"x509: [^:]{0,80}", re.IGNORECASE)),
-    ("platform", re.compile(r"no match for platform in manifest|exec format error", re.IGNORECASE)),
     ("invalid", re.compile(r"InvalidImageName|invalid reference format", re.IGNORECASE)),
 )
 
@@ -356,7 +357,7 @@ class Facts:
                 if c.last_exit_code is not None:
                     f.exit_codes.append(c.last_exit_code)
         for ev in obs.events:
-            if ev.type == "Normal" and ev.reason not in ("BackOff", "Killing", "TaintManagerEviction"):
+            if ev.type == "Normal" and ev.reason not in ("BackOff", "Killing", "TaintManagerEviction", "JobAlreadyActive"):
                 continue
             f.event_reason.append(ev.reason)
             if ev.message:

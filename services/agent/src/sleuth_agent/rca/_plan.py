@@ -197,6 +197,7 @@ _ALERT_OBJECT_LABELS = (
     ("daemonset", "daemonset"),
     ("job_name", "job"),
     ("cronjob", "cronjob"),
+    ("horizontalpodautoscaler", "hpa"),
     ("service", "service"),
 )
 # Services that expose metrics about other objects (kube-state-metrics, the kubelet/cAdvisor,
@@ -212,6 +213,18 @@ def _scrape_service(labels: dict[str, str]) -> bool:
     """Is the alert's ``service`` label the Prometheus scrape target rather than its subject?"""
     svc = labels.get("service", "")
     return bool(svc) and (_SCRAPE_SERVICE.search(svc) is not None or svc == labels.get("job"))
+
+
+def _exporter_label(key: str, value: str, labels: dict[str, str]) -> bool:
+    """Is this ``pod``/``container`` label the exporter's own (the scrape target's), not the
+    subject's? A metric without a pod of its own (an HPA's, a Deployment's) carries the pod of
+    kube-state-metrics that exported it: it matches the scrape job or service name."""
+    if key not in ("pod", "container"):
+        return False
+    scrapers = {labels.get("job", ""), labels.get("service", "") if _scrape_service(labels) else ""} - {""}
+    return any(value == s or value.startswith(s + "-") for s in scrapers) or (
+        _SCRAPE_SERVICE.search(value) is not None and _SCRAPE_SERVICE.search(labels.get("job", "")) is not None
+    )
 
 
 @dataclass(frozen=True)
@@ -243,7 +256,9 @@ def alert_target(alerts: Iterable[object]) -> AlertTarget:
         subjects = [
             labels[key]
             for key, _kind in _ALERT_OBJECT_LABELS
-            if labels.get(key) and not (key == "service" and _scrape_service(labels))
+            if labels.get(key)
+            and not (key == "service" and _scrape_service(labels))
+            and not _exporter_label(key, labels[key], labels)
         ]
         objs.extend(subjects)
         # ``node`` (like ``instance``, ``job``, ``endpoint``, ``prometheus``) is scrape metadata when
@@ -251,7 +266,7 @@ def alert_target(alerts: Iterable[object]) -> AlertTarget:
         # the subject (a node alert).
         if labels.get("node") and not subjects:
             nodes.append(labels["node"])
-        if labels.get("container"):
+        if labels.get("container") and not _exporter_label("container", labels["container"], labels):
             containers.append(labels["container"])
         for key in ("cluster", "region"):
             if labels.get(key):

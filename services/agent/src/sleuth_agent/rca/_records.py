@@ -77,6 +77,7 @@ class ContainerView:
     env_from: tuple[tuple[str, str, str], ...] = ()  # (configmap|secret, name, prefix)
     startup_probe: dict[str, Any] = field(default_factory=dict)
     started_at: str = ""  # when the current (running) state began
+    env_refs: tuple[tuple[str, str, str, str], ...] = ()  # (env name, configmap|secret, object, key)
 
     @classmethod
     def parse(cls, c: dict[str, Any], spec: dict[str, Any] | None = None, init: bool = False) -> ContainerView:
@@ -124,6 +125,7 @@ class ContainerView:
             env_from=_env_from(_get(c, "env_from", default=None) or _get(spec, "envFrom", default=None)),
             startup_probe=_probe(_get(c, "startup_probe", default=None) or _get(spec, "startupProbe", default=None)),
             started_at=str(_get(detail, "started_at", "startedAt", default="") or "") if kind == "running" else "",
+            env_refs=_env_refs(_get(c, "env", default=None) or _get(spec, "env", default=None)),
         )
 
 
@@ -131,6 +133,26 @@ def _env_names(env: Any) -> tuple[str, ...]:
     if not isinstance(env, list):
         return ()
     return tuple(str(e.get("name")) for e in env if isinstance(e, dict) and e.get("name"))
+
+
+def _env_refs(env: Any) -> tuple[tuple[str, str, str, str], ...]:
+    """Variables set from a ConfigMap or Secret key, from kube-mcp's (``value_from``) or the API's
+    (``valueFrom``) shape: (variable, configmap|secret, object name, key)."""
+    out = []
+    for e in env if isinstance(env, list) else []:
+        if not isinstance(e, dict):
+            continue
+        vf = e.get("value_from") or e.get("valueFrom") or {}
+        if not isinstance(vf, dict):
+            continue
+        cm = vf.get("config_map") or (vf.get("configMapKeyRef") or {}).get("name")
+        sec = vf.get("secret") or (vf.get("secretKeyRef") or {}).get("name")
+        key = vf.get("key") or (vf.get("configMapKeyRef") or vf.get("secretKeyRef") or {}).get("key") or ""
+        if cm:
+            out.append((str(e.get("name") or ""), "configmap", str(cm), str(key)))
+        elif sec:
+            out.append((str(e.get("name") or ""), "secret", str(sec), str(key)))
+    return tuple(out)
 
 
 def _env_from(env_from: Any) -> tuple[tuple[str, str, str], ...]:

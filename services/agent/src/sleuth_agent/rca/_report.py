@@ -78,6 +78,23 @@ def _sigkills(healthy: Sequence[WorkloadObservation]) -> list[str]:
     return out
 
 
+def _terminations(observed: Sequence[WorkloadObservation]) -> list[str]:
+    """Past terminations of containers that run again now: what an abstention saw (exit code,
+    reason, when, on which node), even when it cannot say why."""
+    out = []
+    for o in observed:
+        for p in o.pods:
+            for c in p.containers:
+                if c.restart_count and (c.last_exit_code is not None or c.last_reason):
+                    when = f" at {c.last_finished}" if c.last_finished else ""
+                    on = f" on node {p.node}" if p.node else ""
+                    out.append(
+                        f"container {c.name} of pod {p.name} restarted {c.restart_count} time(s), last exit code "
+                        f"{c.last_exit_code if c.last_exit_code is not None else '?'} (reason {c.last_reason or 'unknown'}){when}{on}"
+                    )
+    return out
+
+
 def _unexplained(
     healthy: Sequence[WorkloadObservation], symptoms: list[str], history: list[str], where: str, cite: list[str]
 ) -> list[str]:
@@ -113,6 +130,7 @@ def _unexplained(
             f"in {where} is running and ready now, and the pods, events and logs I could read show no current "
             f"failure that explains it.{refs} That does not mean nothing is wrong: the cause is likely outside "
             "what I examined.",
+            *(["**Seen:** " + "; ".join(seen[:4]) + "."] if (seen := _terminations(named or healthy)) else []),
             f"**Checked:** pod status and readiness, restarts and last terminations, events and recent logs of {names}.",
             "**Look next:** the path in front of the pods (Ingress or load balancer and its controller's logs, "
             "the Service's endpoints), NetworkPolicies that select the pods, the dependencies the app calls, and "

@@ -134,7 +134,8 @@ def _extract(spec: Mapping[str, Any], facts: Facts) -> dict[str, str]:
             for value in facts.values(source):
                 m = rx.search(value)
                 if m:
-                    out[name] = (m.group(1) if m.groups() and m.group(1) else m.group(0)).strip()
+                    # One line in the answer, whatever the message's own line breaks.
+                    out[name] = " ".join((m.group(1) if m.groups() and m.group(1) else m.group(0)).split())
                     break
             if name in out:
                 break

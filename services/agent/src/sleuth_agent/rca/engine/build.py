@@ -117,6 +117,11 @@ def add_results(g: Graph, results: Iterable[ToolResult], pods_by_ns: Mapping[str
     for kind, ns, items in _list_results(results):
         _add_items(g, kind, ns, items, pods_by_ns.get(ns, []))
     for r in results:
+        if r.ok and r.tool == "list_nodes":
+            for node in items_of(r.data, "nodes", "items"):
+                name = str(node.get("name") or (node.get("metadata") or {}).get("name") or "")
+                if name:
+                    g.add(Ref.of("Node", "", name), exists=True, record=node)
         if r.ok and r.tool == "get_resource" and isinstance(r.data, Mapping):
             obj = r.data.get("object", r.data)
             if isinstance(obj, Mapping):

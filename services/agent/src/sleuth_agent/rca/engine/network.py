@@ -76,8 +76,16 @@ _RESET = re.compile(r"connection reset by peer|ECONNRESET", re.IGNORECASE)
 _HTTP_5XX = re.compile(r"\b(?:status(?:\s?code)?[=: ]+|HTTP/\d(?:\.\d)? |returned |got )(5\d\d)\b", re.IGNORECASE)
 
 
+_URL = re.compile(rf"\b(https?|grpcs?|wss?|amqps?|postgres(?:ql)?|mysql|redis|mongodb)://(?:[^@/\s]+@)?(\[?{_IP}\]?|{_HOST})(?::(\d{{2,5}}))?")
+_DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443", "grpc": "80", "grpcs": "443"}
+_TIMESTAMPISH = re.compile(r"^\d{4}-\d\d-\d\d(?:T\d\d)?$|^\d{1,2}$")
+
+
 def _endpoint(line: str, prefer_port: str = "") -> tuple[str, str]:
-    found = [(h.strip("[]"), p) for h, p in _ENDPOINT.findall(line) if not re.fullmatch(r"\d{1,2}:\d\d", f"{h}:{p}")]
+    url = _URL.search(line)
+    if url:
+        return url.group(2).strip("[]"), url.group(3) or _DEFAULT_PORTS.get(url.group(1).lower(), "")
+    found = [(h.strip("[]"), p) for h, p in _ENDPOINT.findall(line) if not _TIMESTAMPISH.match(h)]
     if prefer_port:
         for h, p in found:
             if p == prefer_port:
@@ -86,8 +94,15 @@ def _endpoint(line: str, prefer_port: str = "") -> tuple[str, str]:
     return found[-1] if found else ("", "")
 
 
+_INBOUND = re.compile(r"handshake error from|remote error: tls|accept tcp", re.IGNORECASE)
+
+
 def classify(line: str) -> NetFailure | None:
-    """The network failure one log line, event or probe message reports, or None."""
+    """The network failure one log line, event or probe message reports, or None. A server's
+    report about an inbound connection ("TLS handshake error from 10.1.2.3: remote error: ...")
+    is not a failure to reach something: None."""
+    if _INBOUND.search(line):
+        return None
     if _DNS.search(line):
         m = _DNS_NAME.search(line)
         host = m.group(1).rstrip(".:") if m else ""

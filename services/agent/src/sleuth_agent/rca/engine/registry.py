@@ -19,7 +19,7 @@ from sleuth_agent.rca.engine.graph import Graph, Ref
 if TYPE_CHECKING:
     from sleuth_agent.rca._observe import WorkloadObservation
 
-__all__ = ["FAMILIES", "FamilyRule", "Located", "Symptom", "family", "phrase", "rule_for", "validate"]
+__all__ = ["FAMILIES", "FamilyRule", "Located", "Symptom", "are", "family", "phrase", "rule_for", "validate"]
 
 FAMILIES: tuple[str, ...] = (
     "oom_killed",
@@ -84,6 +84,11 @@ class FamilyRule:
 _RULES: dict[str, FamilyRule] = {}
 
 _POD_OWNERS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")
+
+
+def are(ref: Ref) -> str:
+    """The verb that agrees with ``phrase(ref)``: "pods of Deployment api are", "Job x is"."""
+    return "are" if ref.kind in _POD_OWNERS else "is"
 
 
 def phrase(ref: Ref) -> str:

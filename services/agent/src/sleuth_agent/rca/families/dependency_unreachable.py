@@ -22,6 +22,16 @@ class Rule(FamilyRule):
         if ref.kind != "Service":
             return Located(ref, subject, f"{phrase(subject)} cannot reach {ref.kind} {ref.name}")
         pods = graph.out(ref, Rel.SELECTS, "Pod")
+        cert = symptom.variables.get("tls_secret", "")
+        if symptom.variables.get("net_kind") == "tls" and cert:
+            # The peer answers, but its certificate is refused: the certificate it serves is mounted
+            # from a Secret (followups/net_targets); renewing that Secret is the fix.
+            root = Ref.of("Secret", ref.namespace, cert)
+            return Located(
+                root, subject,
+                f"{phrase(subject)} cannot talk TLS to Service {ref.name} → the certificate its pods serve "
+                f"(mounted from Secret {cert}) is rejected",
+            )
         failing = [p for p in pods if not graph.attrs(p).get("healthy")]
         if pods and len(failing) == len(pods):
             owners = graph.workloads_of(failing)

@@ -6,7 +6,7 @@ whose default set it."""
 from __future__ import annotations
 
 from sleuth_agent.rca.engine.graph import Graph, Ref
-from sleuth_agent.rca.engine.registry import FamilyRule, Located, Symptom, family, phrase
+from sleuth_agent.rca.engine.registry import FamilyRule, Located, Symptom, are, family, phrase
 
 __all__ = ["Rule"]
 
@@ -23,6 +23,6 @@ class Rule(FamilyRule):
                 limit = symptom.variables.get("memory_limit", "")
                 return Located(
                     root, subject,
-                    f"{phrase(subject)} is OOMKilled → its {limit} memory limit is LimitRange {name}'s default, not set by the workload",
+                    f"{phrase(subject)} {are(subject)} OOMKilled → the {limit} memory limit is LimitRange {name}'s default, not set by the workload",
                 )
         return super().locate(symptom, graph)

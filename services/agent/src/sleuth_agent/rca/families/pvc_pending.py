@@ -4,7 +4,7 @@ at the claim (its storage class, size or access mode is what needs fixing)."""
 from __future__ import annotations
 
 from sleuth_agent.rca.engine.graph import Graph, Ref, Rel
-from sleuth_agent.rca.engine.registry import FamilyRule, Located, Symptom, family, phrase
+from sleuth_agent.rca.engine.registry import FamilyRule, Located, Symptom, are, family, phrase
 
 __all__ = ["Rule"]
 
@@ -20,4 +20,4 @@ class Rule(FamilyRule):
         if not claim:
             return super().locate(symptom, graph)
         root = Ref.of("PersistentVolumeClaim", subject.namespace, claim)
-        return Located(root, subject, f"{phrase(subject)} is Pending → its PersistentVolumeClaim {claim} is not bound")
+        return Located(root, subject, f"{phrase(subject)} {are(subject)} Pending → the PersistentVolumeClaim {claim} is not bound")

@@ -19,6 +19,7 @@ from sleuth_agent.rca._collect import Collected, Toolbox
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca.followups import (
+    config_hosts,
     env,
     hpa,
     image_pull,
@@ -104,6 +105,7 @@ class FollowUps:
         if container is not None:
             await env.run(ctx, obs, container)
         await net_targets.run(ctx, obs, facts)
+        await config_hosts.run(ctx, obs, pod)
         if pod is not None and container is not None:
             await quota.injected_limits(ctx, obs, pod, container)
         if obs.kind == "Deployment" and not obs.quiet and obs.pods:

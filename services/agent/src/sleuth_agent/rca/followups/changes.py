@@ -20,6 +20,11 @@ __all__ = ["TemplateChange", "explains", "rollout_changes", "template_diff"]
 
 Read = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
 
+_CONTAINER_FIELDS_ALL = (
+    "image", "command", "args", "env", "envFrom", "resources", "securityContext", "ports", "readinessProbe",
+    "livenessProbe", "startupProbe", "volumeMounts", "serviceAccountName", "nodeSelector", "affinity",
+    "tolerations", "volumes", "imagePullSecrets", "labels",
+)
 # Which changed fields can explain which family (the rest of a diff is context, not cause).
 _EXPLAINS: dict[str, tuple[str, ...]] = {
     "oom_killed": ("resources", "env", "args", "command", "image"),
@@ -37,6 +42,8 @@ _EXPLAINS: dict[str, tuple[str, ...]] = {
     "dependency_unreachable": ("env", "envFrom", "args"),
     "network_policy_blocked": ("labels",),
     "job_failed": ("image", "env", "args", "command", "resources"),
+    # an admission policy can refuse any field of the template
+    "rollout_stuck": _CONTAINER_FIELDS_ALL,
 }
 _CONTAINER_FIELDS = (
     "image", "command", "args", "env", "envFrom", "resources", "securityContext", "ports",

@@ -41,13 +41,17 @@ def controller_facts(obs: WorkloadObservation, workloads: list[WorkloadView]) ->
         if x.get("concurrency_policy") == "Forbid" and active:
             job = _job(workloads, active[0])
             started = parse_time(job.extra.get("start_time") if job else None)
-            last = parse_time(x.get("last_schedule_time"))
-            if started is not None and last is not None and last > started:
+            # The controller says so (JobAlreadyActive: "Not starting job because prior execution is
+            # running"); lastScheduleTime is not advanced by skipped runs, so it cannot tell.
+            skipped = [e for e in obs.events if e.reason == "JobAlreadyActive" and e.object_name == w.name]
+            if skipped:
+                since = f" since {started:%Y-%m-%d %H:%M} UTC" if started is not None else ""
+                count = sum(e.count for e in skipped)
                 out.append(ControllerFact(
                     "cron_blocked",
-                    f"its run {active[0]} has been active since {started:%Y-%m-%d %H:%M} UTC and the schedule has fired since "
-                    f"(last at {last:%Y-%m-%d %H:%M} UTC): with concurrencyPolicy Forbid every new run is skipped while it runs",
-                    (("active_job", active[0]), ("active_since", f"{started:%Y-%m-%d %H:%M} UTC")),
+                    f"its concurrencyPolicy is Forbid and its run {active[0]} has been active{since}, so the controller "
+                    f"skipped {count} scheduled run(s) (JobAlreadyActive: \"{skipped[0].message[:160]}\")",
+                    (("active_job", active[0]), ("active_since", f"{started:%Y-%m-%d %H:%M} UTC" if started else "unknown")),
                 ))
         if x.get("starting_deadline_seconds") is not None:
             out.append(ControllerFact("cron_deadline", f"startingDeadlineSeconds is {x['starting_deadline_seconds']}",

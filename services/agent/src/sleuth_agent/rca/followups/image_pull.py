@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from sleuth_agent.rca._observe import WorkloadObservation, pull_cause
-from sleuth_agent.rca._records import PodView
+from sleuth_agent.rca._records import PodView, items_of
 from sleuth_agent.rca.followups._context import FollowUpContext
 
 __all__ = ["run"]
@@ -83,6 +83,20 @@ async def run(ctx: FollowUpContext, obs: WorkloadObservation, pod: PodView, cont
             "DNS and egress (proxy, firewall, certificates)."
         )
         obs.variables["pull_action_command"] = f"kubectl get events -n {obs.namespace} --field-selector involvedObject.name={pod.name}"
+    elif kind == "platform":
+        arch = dict(pod.node_selector).get("kubernetes.io/arch", "")
+        if not arch and ctx.cluster_wide and pod.node:
+            r = await ctx.read("list_nodes", {})
+            node = next((n for n in items_of(r.data, "nodes", "items") if n.get("name") == pod.node), None) if r.ok else None
+            arch = str(((node or {}).get("labels") or {}).get("kubernetes.io/arch") or (node or {}).get("architecture") or "")
+        where = f"node {pod.node} is {arch}" if arch and pod.node else f"its nodes are {arch}" if arch else "the node's platform"
+        obs.variables["pull_action_text"] = (
+            f"The image {container.image} has no build for the platform the pod runs on ({where}; {phrase}): publish a "
+            "multi-arch image (docker buildx build --platform linux/amd64,linux/arm64) or keep the pods on nodes of an "
+            "architecture the image supports (nodeSelector kubernetes.io/arch)."
+        )
+        if arch:
+            obs.derive("pull", f"The image has no manifest for {arch}: {where}.")
     elif kind == "rate_limited":
         obs.variables["pull_action_text"] = (
             f"The registry {registry} is rate-limiting pulls ({phrase}): authenticate the pulls or mirror the image."

@@ -3,9 +3,12 @@ scope) and that target's state; a DNS failure is a fact of its own."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sleuth_agent.rca._observe import WorkloadObservation
+from sleuth_agent.rca._records import PodView
+from sleuth_agent.rca.engine.graph import selector_of
 from sleuth_agent.rca.engine.network import NetKind, classify_all
 from sleuth_agent.rca.followups._context import FollowUpContext
 from sleuth_agent.rca.followups.network import network_targets
@@ -28,11 +31,16 @@ async def run(ctx: FollowUpContext, obs: WorkloadObservation, facts: Any) -> Non
         return
     obs.net_targets = targets
     t = targets[-1]
+    obs.variables["net_kind"] = t.failure.kind.value
+    if t.failure.host and t.failure.port:
+        obs.variables.setdefault("endpoint", f"{t.failure.host}:{t.failure.port}")
     if t.kind == "Pod" and t.backends:
         kind, name = t.backends[0]
         obs.variables["target_ref"] = f"{kind}/{t.namespace}/{name}"
     else:
         obs.variables["target_ref"] = t.ref
+    if t.failure.kind == NetKind.TLS and t.kind == "Service":
+        await _served_certificate(ctx, obs, t.namespace, t.name)
     what = {"refused": "are refused", "timeout": "time out", "unreachable": "find no route", "reset": "are reset", "tls": "fail the TLS handshake", "http_5xx": "get HTTP 5xx"}[t.failure.kind.value]
     if t.kind == "Service":
         state = (
@@ -45,3 +53,25 @@ async def run(ctx: FollowUpContext, obs: WorkloadObservation, facts: Any) -> Non
         obs.derive("net_target", f"The connections {what} at Service {t.name} ({state}).")
     else:
         obs.derive("net_target", f"The connections {what} at pod {t.name}" + (" (not ready)." if t.backends_ready is False else "."))
+
+
+_CERTISH = re.compile(r"tls|cert|ssl|https|x509|pki", re.IGNORECASE)
+
+
+async def _served_certificate(ctx: FollowUpContext, obs: WorkloadObservation, namespace: str, service: str) -> None:
+    """The Secret the peer's pods serve their certificate from (a mounted Secret named like one),
+    read from one of the pods the Service selects. Only its name: Secrets are never read."""
+    svc = next((s for s in ctx.got.services.get(namespace, []) if str(s.get("name")) == service), None)
+    sel = selector_of((svc or {}).get("selector"))
+    pods = [p for p in ctx.got.pods.get(namespace, []) if sel is not None and sel.matches(dict(p.labels))]
+    if not pods:
+        return
+    r = await ctx.read("get_pod", {"namespace": namespace, "name": sorted(pods, key=lambda p: p.name)[0].name})
+    if not r.ok or not isinstance(r.data, dict):
+        return
+    full = PodView.parse(r.data.get("pod", r.data))
+    certs = sorted({src for _n, t, src in full.volumes if t == "secret" and _CERTISH.search(src)})
+    if len(certs) == 1:
+        obs.variables["tls_secret"] = certs[0]
+        obs.derive("net_target", f"The pods behind Service {service} serve their certificate from Secret {certs[0]}.")
+        obs.cites.append((r, f"pod {full.name}: mounts Secret {certs[0]}", [f"volume secret {certs[0]}"]))

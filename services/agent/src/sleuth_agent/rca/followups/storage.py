@@ -41,7 +41,12 @@ async def pvc(ctx: FollowUpContext, obs: WorkloadObservation, pod: PodView) -> N
             continue
         about = [e for e in ctx.got.events.get(obs.namespace, []) if e.object_name == source]
         why = [e.message for e in about if e.type == "Warning"]
-        text = f"PersistentVolumeClaim {source} is {phase or 'not bound'} (StorageClass {sc or 'default'}, {size or '?'} requested)"
+        modes = ", ".join(str(m) for m in claim.get("access_modes") or [])
+        text = (
+            f"PersistentVolumeClaim {source} is {phase or 'not bound'} (StorageClass {sc or 'default'}, {size or '?'} requested"
+            + (f", access mode {modes}" if modes else "")
+            + ")"
+        )
         if why:
             text += f": {why[0]}"
         classes = await storage_classes(ctx)

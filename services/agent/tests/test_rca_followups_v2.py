@@ -1,0 +1,109 @@
+"""Follow-ups of the investigator v2: where a bad host name comes from (a ConfigMap key), which
+Secret a peer serves its refused certificate from, the platform of an image with no matching
+manifest, nodes folded into the graph, multi-line controller messages, and an abstention that
+says what it saw."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from sleuth_agent.rca._collect import Collected
+from sleuth_agent.rca._observe import WorkloadObservation, pull_cause
+from sleuth_agent.rca._records import PodView
+from sleuth_agent.rca._report import _terminations
+from sleuth_agent.rca._signatures import _extract
+from sleuth_agent.rca.engine.build import build_graph
+from sleuth_agent.rca.engine.graph import Ref
+from sleuth_agent.rca.engine.locate import locate
+from sleuth_common.mcp import ToolResult
+
+_spec = importlib.util.spec_from_file_location("agent_rca_fakes", Path(__file__).parent / "rca_fakes.py")
+assert _spec and _spec.loader
+rca_fakes = sys.modules.get("agent_rca_fakes") or importlib.util.module_from_spec(_spec)
+if "agent_rca_fakes" not in sys.modules:
+    sys.modules["agent_rca_fakes"] = rca_fakes
+    _spec.loader.exec_module(rca_fakes)
+
+NXDOMAIN = "dial tcp: lookup orders-pg-primary.orders.svc.cluster.local on 10.43.0.10:53: no such host"
+
+
+def _worker(**spec: object) -> PodView:
+    return PodView.parse({
+        "metadata": {"name": "worker-7c-a", "namespace": "orders", "labels": {"app": "worker"},
+                     "ownerReferences": [{"kind": "ReplicaSet", "name": "worker-7c"}]},
+        "spec": {"containers": [{"name": "worker", **spec.get("container", {})}], "volumes": spec.get("volumes", [])},  # type: ignore[dict-item]
+        "status": {"phase": "Running", "containerStatuses": [{"name": "worker", "restartCount": 4,
+                   "state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": {"terminated": {"exitCode": 1}}}]},
+    })
+
+
+async def test_a_host_set_in_a_configmap_key_puts_the_fix_in_that_configmap() -> None:
+    pod = _worker(container={"envFrom": [{"configMapRef": {"name": "worker-config"}}],
+                             "env": [{"name": "FLAGS", "valueFrom": {"configMapKeyRef": {"name": "flags", "key": "all"}}}]})
+    tools = rca_fakes.FakeTools({
+        ("get_resource", "worker-config"): {"kind": "ConfigMap", "data": {"LOG_LEVEL": "info", "DB_HOST": "orders-pg-primary.orders.svc.cluster.local"}},
+        ("get_resource", "flags"): {"kind": "ConfigMap", "data": {"all": "x=1"}},
+    })
+    f, _log = rca_fakes.follow(tools, Collected(pods={"orders": [pod]}))
+    obs = WorkloadObservation("orders", "Deployment", "worker", pods=[pod], logs={("worker-7c-a", "worker", True): NXDOMAIN})
+    await f.run(obs)
+    assert (obs.variables["config_source"], obs.variables["config_key"]) == ("ConfigMap/orders/worker-config", "DB_HOST")
+    assert not any(t == "get_resource" and a.get("kind") == "Secret" for t, a in tools.calls), "Secrets are never read"
+    located = locate("dns_failure", obs, obs.variables, build_graph(Collected(pods={"orders": [pod]})))
+    assert str(located.root) == "ConfigMap/orders/worker-config" and "DB_HOST" in located.chain
+
+
+async def test_a_host_in_the_workloads_own_env_stays_with_the_workload() -> None:
+    pod = _worker(container={"env": [{"name": "DB_HOST", "value": "orders-pg-primary.orders.svc.cluster.local"}]})
+    f, _log = rca_fakes.follow(rca_fakes.FakeTools({}), Collected(pods={"orders": [pod]}))
+    obs = WorkloadObservation("orders", "Deployment", "worker", pods=[pod], logs={("worker-7c-a", "worker", True): NXDOMAIN})
+    await f.run(obs)
+    assert "config_source" not in obs.variables
+    assert str(locate("dns_failure", obs, obs.variables, build_graph(Collected())).root) == "Deployment/orders/worker"
+
+
+async def test_a_refused_peer_certificate_names_the_secret_the_peer_serves_it_from() -> None:
+    client = _worker()
+    peer = PodView.parse({"metadata": {"name": "pdf-0", "namespace": "orders", "labels": {"app": "pdf"}}, "status": {"phase": "Running"}})
+    got = Collected(pods={"orders": [client, peer]},
+                    services={"orders": [{"name": "pdf", "cluster_ip": "10.96.3.3", "selector": {"app": "pdf"}, "endpoints": {"ready": ["x"]}}]})
+    tools = rca_fakes.FakeTools({("get_pod", "pdf-0"): {"name": "pdf-0", "volumes": [
+        {"name": "certs", "type": "secret", "source": "pdf-serving-tls"}, {"name": "cfg", "type": "secret", "source": "pdf-api-keys"}]}})
+    f, _log = rca_fakes.follow(tools, got)
+    line = 'Post "https://pdf.orders.svc.cluster.local:8443/render": x509: certificate has expired or is not yet valid'
+    obs = WorkloadObservation("orders", "Deployment", "worker", pods=[client], logs={("worker-7c-a", "worker", True): line})
+    await f.run(obs)
+    assert (obs.variables["net_kind"], obs.variables["tls_secret"]) == ("tls", "pdf-serving-tls")
+    assert str(locate("dependency_unreachable", obs, obs.variables, build_graph(got)).root) == "Secret/orders/pdf-serving-tls"
+
+
+def test_no_manifest_for_the_platform_is_not_a_missing_image() -> None:
+    assert pull_cause('failed to pull and unpack image "ghcr.io/x:1": no match for platform in manifest: not found')[0] == "platform"
+    assert pull_cause('failed to resolve reference "ghcr.io/x:1": ghcr.io/x:1: not found')[0] == "not_found"
+
+
+def test_listed_nodes_are_known_objects_so_an_admin_gets_the_node() -> None:
+    pod = PodView.parse({"metadata": {"name": "db-1", "namespace": "ops", "ownerReferences": [{"kind": "StatefulSet", "name": "db"}]},
+                         "spec": {"nodeName": "n7"}, "status": {"phase": "Running"}})
+    nodes = ToolResult(tool="list_nodes", status="ok", args={}, data={"nodes": [{"name": "n7", "ready": "False"}]})
+    obs = WorkloadObservation("ops", "StatefulSet", "db", pods=[pod])
+    assert str(locate("node_not_ready", obs, {"node": "n7"}, build_graph(Collected(pods={"ops": [pod]}), [nodes])).root) == "Node/n7"
+    assert str(locate("node_not_ready", obs, {"node": "n7"}, build_graph(Collected(pods={"ops": [pod]}))).root) == "StatefulSet/ops/db"
+    assert Ref.of("Node", "ops", "n7") == Ref("Node", "", "n7")
+
+
+def test_a_multi_line_message_is_extracted_on_one_line() -> None:
+    facts = WorkloadObservation("inv", "Deployment", "sync").facts()
+    facts.event_message.append('admission webhook "v.kyverno.svc" denied the request: \n\nresource Pod/inv/x was blocked\n\nrule-1: no latest')
+    got = _extract({"why": {"from": "event_message", "regex": r"denied the request:?\s*([\s\S]{0,200})"}}, facts)
+    assert got["why"] == "resource Pod/inv/x was blocked rule-1: no latest"
+
+
+def test_an_abstention_states_the_terminations_it_saw() -> None:
+    pod = PodView.parse({"metadata": {"name": "dir-1", "namespace": "people"}, "spec": {"nodeName": "vmss4"},
+                         "status": {"phase": "Running", "containerStatuses": [{"name": "dir", "ready": True, "restartCount": 1, "state": {"running": {}},
+                                    "lastState": {"terminated": {"exitCode": 255, "reason": "Unknown", "finishedAt": "2027-05-25T04:12:31Z"}}}]}})
+    seen = _terminations([WorkloadObservation("people", "Deployment", "dir", pods=[pod])])
+    assert seen == ["container dir of pod dir-1 restarted 1 time(s), last exit code 255 (reason Unknown) at 2027-05-25T04:12:31Z on node vmss4"]
