@@ -107,3 +107,21 @@ def test_an_abstention_states_the_terminations_it_saw() -> None:
                                     "lastState": {"terminated": {"exitCode": 255, "reason": "Unknown", "finishedAt": "2027-05-25T04:12:31Z"}}}]}})
     seen = _terminations([WorkloadObservation("people", "Deployment", "dir", pods=[pod])])
     assert seen == ["container dir of pod dir-1 restarted 1 time(s), last exit code 255 (reason Unknown) at 2027-05-25T04:12:31Z on node vmss4"]
+
+
+async def test_a_statefulset_update_is_diffed_between_its_controller_revisions() -> None:
+    from sleuth_agent.rca.followups.changes import revision_changes
+
+    def rev(n: int, image: str) -> dict:
+        return {"kind": "ControllerRevision", "revision": n, "data": {"spec": {"template": {"spec": {"containers": [{"name": "mq", "image": image}]}}}}}
+
+    tools = rca_fakes.FakeTools({("get_resource", "mq-6d9"): rev(4, "rabbitmq:3.13"), ("get_resource", "mq-5c8"): rev(3, "rabbitmq:3.12")})
+    listing = ToolResult(tool="list_workloads", status="ok", args={"namespace": "mq"}, data={"workloads": [
+        {"kind": "StatefulSet", "name": "mq", "current_revision": "mq-5c8", "update_revision": "mq-6d9"}]})
+    change = await revision_changes(lambda t, a: tools.call(t, a), "mq", "mq", listing)
+    assert change is not None and change.kind == "ControllerRevision"
+    assert (change.current_revision, change.previous_revision) == ("4", "3")
+    assert [c.text() for c in change.changes] == ["container mq image: rabbitmq:3.12 → rabbitmq:3.13"]
+    done = ToolResult(tool="list_workloads", status="ok", args={}, data={"workloads": [
+        {"kind": "StatefulSet", "name": "mq", "current_revision": "mq-6d9", "update_revision": "mq-6d9"}]})
+    assert await revision_changes(lambda t, a: tools.call(t, a), "mq", "mq", done) is None

@@ -110,6 +110,8 @@ def grounding(
         lines.append(
             f"- root cause: {rc.family} on {rc.resource or 'n/a'} (confidence {rc.confidence}): {rc.summary}"
         )
+        if rc.chain:
+            lines.append(f"- causal chain: {rc.chain} (affected: {rc.affected or 'n/a'})")
     for c in base.candidates[:8]:
         lines.append(f"- other candidate: {c.family} on {c.resource} (score {c.score:.2f})")
     if base.evidence:

@@ -288,7 +288,12 @@ def build_result(
             f"confidence. Strongest lead ({primary.family}, confidence {primary.confidence}): "
             f"{_summary(primary)} " + _refs(primary.evidence)
         ]
-    close = [m for m in primary.alternatives if m.confidence == primary.confidence]
+    # A generic family (a crash, an unreachable dependency) that a specific cause explains is not a
+    # rival explanation: only equally confident rivals of the same kind make a close call.
+    close = [
+        m for m in primary.alternatives
+        if m.confidence == primary.confidence and not (m.signature.family in _GENERIC and primary.family not in _GENERIC)
+    ]
     if status == "diagnosed" and close:
         sections.append(
             f"**Close call:** {close[0].signature.family} fits what was collected about as well as "
@@ -330,6 +335,9 @@ def _blast(f: Finding, outcomes: Sequence[ClusterOutcome]) -> str:
                 names = ", ".join(f"{w.kind} {w.name}" for w in b.workloads)
                 return f"**Also affected or at risk** (they {b.how}): {names}."
     return ""
+
+
+_GENERIC = frozenset({"crash_loop_app_error", "dependency_unreachable", "rollout_stuck"})
 
 
 def _next_step(f: Finding, log: EvidenceLog) -> str:

@@ -34,7 +34,7 @@ from sleuth_agent.rca.followups import (
 )
 from sleuth_agent.rca.followups._context import FollowUpContext
 from sleuth_agent.rca.followups._shared import LIVENESS_FAILED, cpu_double, label_selects, parse_selector
-from sleuth_agent.rca.followups.changes import rollout_changes
+from sleuth_agent.rca.followups.changes import revision_changes, rollout_changes
 from sleuth_agent.rca.followups.probes import SlowStart, slow_start_kill
 from sleuth_agent.rca.followups.services import service_findings
 
@@ -110,6 +110,10 @@ class FollowUps:
             await quota.injected_limits(ctx, obs, pod, container)
         if obs.kind == "Deployment" and not obs.quiet and obs.pods:
             change = await rollout_changes(ctx.read, obs.namespace, obs.name, ctx.got.results.get(("list_workloads", obs.namespace)))
+            if change is not None:
+                obs.rollout = change
+        if obs.kind == "StatefulSet" and not obs.quiet and obs.pods:
+            change = await revision_changes(ctx.read, obs.namespace, obs.name, ctx.got.results.get(("list_workloads", obs.namespace)))
             if change is not None:
                 obs.rollout = change
         if obs.quiet and container is not None and obs.kind in ("Deployment", "StatefulSet"):

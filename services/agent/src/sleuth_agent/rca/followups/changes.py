@@ -16,7 +16,7 @@ from typing import Any
 from sleuth_agent.rca._records import items_of
 from sleuth_common.mcp import ToolResult
 
-__all__ = ["TemplateChange", "explains", "rollout_changes", "template_diff"]
+__all__ = ["RolloutChange", "TemplateChange", "explains", "revision_changes", "rollout_changes", "template_diff"]
 
 Read = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
 
@@ -138,6 +138,7 @@ class RolloutChange:
     previous_revision: str
     changes: tuple[TemplateChange, ...]
     result: ToolResult  # the current ReplicaSet, read in full (the evidence to cite)
+    kind: str = "ReplicaSet"  # or ControllerRevision (StatefulSets)
 
 
 def _revision(record: Mapping[str, Any]) -> int:
@@ -179,3 +180,33 @@ def _owner_name(owner: Any) -> str:
     if isinstance(owner, str):
         return owner.rpartition("/")[2]
     return ""
+
+
+async def revision_changes(read: Read, namespace: str, name: str, workloads: ToolResult | None) -> RolloutChange | None:
+    """A StatefulSet whose update is under way (``currentRevision`` ≠ ``updateRevision``): the diff
+    between the pod templates of its two ControllerRevisions (two ``get_resource`` reads)."""
+    if workloads is None or not workloads.ok:
+        return None
+    sts = next(
+        (w for w in items_of(workloads.data, "workloads") if w.get("kind") == "StatefulSet" and w.get("name") == name), None
+    )
+    if sts is None:
+        return None
+    cur, upd = str(sts.get("current_revision") or ""), str(sts.get("update_revision") or "")
+    if not cur or not upd or cur == upd:
+        return None
+    got = await asyncio.gather(
+        read("get_resource", {"kind": "ControllerRevision", "name": upd, "namespace": namespace}),
+        read("get_resource", {"kind": "ControllerRevision", "name": cur, "namespace": namespace}),
+    )
+    if not all(r.ok and isinstance(r.data, Mapping) for r in got):
+        return None
+    new_t = ((got[0].data.get("data") or {}).get("spec") or {}).get("template") or {}
+    old_t = ((got[1].data.get("data") or {}).get("spec") or {}).get("template") or {}
+    changes = template_diff(old_t, new_t)
+    if not changes:
+        return None
+    return RolloutChange(
+        upd, cur, str(got[0].data.get("revision") or "?"), str(got[1].data.get("revision") or "?"), tuple(changes), got[0],
+        kind="ControllerRevision",
+    )
