@@ -373,3 +373,14 @@ def test_cluster_info_dump_with_tenant_snapshot_yaml(tmp_path: Path, capsys: pyt
     # an unknown --as names the snapshot's users
     assert main(["investigate", "--snapshot", str(dump), "--question", QUESTION, "--as", "admin"]) == 2
     assert "dana" in capsys.readouterr().err
+
+
+def test_the_embedded_stack_reads_a_dump_without_snapshot_yaml(tmp_path: Path) -> None:
+    """`sleuth up --snapshot DUMP`: the stack names the cluster after the folder and offers the one
+    user simcluster defines for a dump (a cluster admin)."""
+    from sleuth.embedded.stack import _read_snapshot_meta
+
+    dump = write_dump(tmp_path / "prod-eu")
+    meta = _read_snapshot_meta(dump)
+    assert meta["name"] == "prod-eu" and meta["users"] == {"admin": {"groups": ["system:masters"]}}
+    assert set(load_snapshot(dump).users) >= set(meta["users"])

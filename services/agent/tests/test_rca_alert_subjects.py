@@ -10,7 +10,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from sleuth_agent.rca._analyse import analyse_cluster
+from sleuth_agent.rca._cluster import analyse_cluster
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._plan import alert_target, parse_question, terms_for_alerts
 from sleuth_agent.rca._report import build_result

@@ -8,7 +8,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from sleuth_agent.rca._analyse import analyse_cluster
+from sleuth_agent.rca._cluster import analyse_cluster
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._plan import parse_question
 from sleuth_agent.rca._report import build_result

@@ -4,10 +4,10 @@ an admission webhook refusing pods): typed facts in, typed diagnoses out."""
 
 from __future__ import annotations
 
-from sleuth_agent.rca._analyse import rank_matches
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._records import EventView, PodView, WorkloadView
 from sleuth_agent.rca._signatures import match_all
+from sleuth_agent.rca.engine.rank import rank_matches
 from sleuth_agent.rca.followups.controllers import apply, controller_facts
 
 

@@ -7,12 +7,12 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from sleuth_agent.rca._analyse import _variables
 from sleuth_agent.rca._collect import Collected
 from sleuth_agent.rca._observe import WorkloadObservation, clip, pull_cause
 from sleuth_agent.rca._records import EventView, PodView
 from sleuth_agent.rca._report import fill
 from sleuth_agent.rca._signatures import match_all
+from sleuth_agent.rca.engine.match import _variables
 
 _spec = importlib.util.spec_from_file_location("agent_rca_fakes", Path(__file__).parent / "rca_fakes.py")
 assert _spec and _spec.loader

@@ -8,10 +8,10 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from sleuth_agent.rca._analyse import rank_matches
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._records import EventView, PodView, WorkloadView
 from sleuth_agent.rca._signatures import match_all
+from sleuth_agent.rca.engine.rank import rank_matches
 
 _spec = importlib.util.spec_from_file_location("agent_rca_fakes", Path(__file__).parent / "rca_fakes.py")
 assert _spec and _spec.loader

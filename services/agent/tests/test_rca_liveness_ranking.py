@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 
-from sleuth_agent.rca._analyse import Finding, _variables, rank_matches
 from sleuth_agent.rca._collect import Collected
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._records import ContainerView, EventView, PodView
 from sleuth_agent.rca._report import fill
 from sleuth_agent.rca._signatures import match_all
+from sleuth_agent.rca.engine.match import _variables
+from sleuth_agent.rca.engine.rank import Finding, rank_matches
 from sleuth_agent.rca.followups import FollowUps, slow_start_kill
 
 POD = "ledger-5c4b3a2d1e-q8w7e"

@@ -157,7 +157,7 @@ async def test_unreadable_secret_leaves_it_unconfirmed_at_medium() -> None:
 
 
 def test_crash_loop_summary_quotes_the_final_exception_line() -> None:
-    from sleuth_agent.rca._analyse import _variables
+    from sleuth_agent.rca.engine.match import _variables
 
     obs = _env_obs()
     obs.logs[(obs.pods[0].name, "picker", True)] = (

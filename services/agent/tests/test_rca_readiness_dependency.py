@@ -4,10 +4,10 @@ A 503 with no connect errors stays a probe failure."""
 
 from __future__ import annotations
 
-from sleuth_agent.rca._analyse import rank_matches
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._records import EventView, PodView
 from sleuth_agent.rca._signatures import match_all
+from sleuth_agent.rca.engine.rank import rank_matches
 
 POD = "basket-5d4c3b2a19-k2m4n"
 CONNECT = "\n".join(

@@ -4,10 +4,10 @@ And a "last run" of days is an uptime, not a slow start-up."""
 
 from __future__ import annotations
 
-from sleuth_agent.rca._analyse import _failing
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._recency import parse_time, recovered, reference_time
 from sleuth_agent.rca._records import ContainerView, EventView, PodView
+from sleuth_agent.rca.engine.failing import _failing
 from sleuth_agent.rca.followups import slow_start_kill
 
 POD = "ledger-7f6e5d4c3b-zz9kq"

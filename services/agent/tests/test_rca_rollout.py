@@ -4,12 +4,12 @@ become a confident probe_failure candidate."""
 
 from __future__ import annotations
 
-from sleuth_agent.rca._analyse import _rollout_note
 from sleuth_agent.rca._collect import Collected
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._records import EventView, PodView, WorkloadView
 from sleuth_agent.rca._signatures import match_all
+from sleuth_agent.rca._targets import _rollout_note
 from sleuth_agent.rca.followups import FollowUps
 
 
@@ -78,8 +78,8 @@ async def test_stranded_pod_gets_a_force_delete_with_caution_and_its_local_volum
     import sys
     from pathlib import Path
 
-    from sleuth_agent.rca._analyse import _variables
     from sleuth_agent.rca._report import fill
+    from sleuth_agent.rca.engine.match import _variables
 
     spec = importlib.util.spec_from_file_location("agent_rca_fakes", Path(__file__).parent / "rca_fakes.py")
     assert spec and spec.loader
@@ -118,7 +118,7 @@ async def test_a_namespace_question_states_a_stuck_rollout_too() -> None:
     import sys
     from pathlib import Path
 
-    from sleuth_agent.rca._analyse import analyse_cluster
+    from sleuth_agent.rca._cluster import analyse_cluster
     from sleuth_agent.rca._plan import parse_question
     from sleuth_agent.rca._report import build_result
     from sleuth_agent.settings import AgentSettings

@@ -5,7 +5,7 @@ with reason Error (not OOMKilled) is a SIGKILL from outside the container's own 
 
 from __future__ import annotations
 
-from sleuth_agent.rca._analyse import ClusterOutcome
+from sleuth_agent.rca._cluster import ClusterOutcome
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._records import PodView

@@ -17,8 +17,8 @@ def _cmd_up(args: argparse.Namespace) -> int:
     from sleuth.embedded.stack import Stack, StackPorts, StackSpec, main_loop
 
     snapshot = Path(args.snapshot)
-    if not (snapshot / "snapshot.yaml").is_file():
-        print(f"sleuth up: {snapshot} is not a snapshot directory (no snapshot.yaml)", file=sys.stderr)
+    if not snapshot.is_dir():
+        print(f"sleuth up: {snapshot} is not a directory (a snapshot or a cluster-info dump)", file=sys.stderr)
         return 2
     ports = StackPorts(gateway=args.port)
     spec = StackSpec(snapshot=snapshot, state_dir=Path(args.state_dir), ports=ports, agents=args.agents)

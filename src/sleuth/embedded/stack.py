@@ -64,7 +64,12 @@ class StackSpec:
 
 
 def _read_snapshot_meta(snapshot: Path) -> dict[str, Any]:
-    meta = yaml.safe_load((snapshot / "snapshot.yaml").read_text()) or {}
+    """``snapshot.yaml``, or for a ``kubectl cluster-info dump`` without one what simcluster
+    assumes: the folder's name and one cluster admin."""
+    path = snapshot / "snapshot.yaml"
+    if not path.is_file():
+        return {"name": snapshot.resolve().name, "users": {"admin": {"groups": ["system:masters"]}}}
+    meta = yaml.safe_load(path.read_text()) or {}
     if not isinstance(meta, dict):
         raise ValueError(f"{snapshot}/snapshot.yaml is not a mapping")
     return meta

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
-from sleuth_agent.rca._analyse import ClusterOutcome, analyse_cluster
+from sleuth_agent.rca._cluster import ClusterOutcome, analyse_cluster
 from sleuth_agent.rca._collect import Toolbox
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._plan import alert_target, parse_question, pick_clusters, terms_for_alerts

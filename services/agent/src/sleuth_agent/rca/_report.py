@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sleuth_agent.rca._analyse import ClusterOutcome, Finding
+from sleuth_agent.rca._cluster import ClusterOutcome
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._symptoms import ongoing, request_level
 from sleuth_agent.rca.engine.blast import blast_radius
+from sleuth_agent.rca.engine.rank import Finding
 from sleuth_common.messages import Action, Candidate, InvestigationResult, RootCause
 
 __all__ = ["build_result", "fill", "simple_result"]

@@ -1,0 +1,241 @@
+"""One cluster: plan the namespaces and targets, collect, follow up, match signatures, rank and
+cite evidence. Nothing here knows any scenario: targets come from the question or the alert
+verified against live objects."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from sleuth_agent.rca._collect import Collected, Details, Toolbox, collect_details, collect_namespaces
+from sleuth_agent.rca._evidence import EvidenceLog
+from sleuth_agent.rca._observe import WorkloadObservation, error_lines
+from sleuth_agent.rca._plan import AlertTarget, QuestionTerms, matching, mentions, resolve_names
+from sleuth_agent.rca._recency import reference_time
+from sleuth_agent.rca._signatures import match_all
+from sleuth_agent.rca._symptoms import asserted_symptoms
+from sleuth_agent.rca._targets import (
+    _claim_owners,
+    _hpa_targets,
+    _named_nodes,
+    _node_support,
+    _node_targets,
+    _rollout_note,
+)
+from sleuth_agent.rca.engine.build import build_graph
+from sleuth_agent.rca.engine.cite import _cite, _cite_change, _pod_state
+from sleuth_agent.rca.engine.failing import _failing
+from sleuth_agent.rca.engine.graph import Graph, Ref, Rel
+from sleuth_agent.rca.engine.locate import locate
+from sleuth_agent.rca.engine.match import _variables
+from sleuth_agent.rca.engine.rank import Finding, rank_matches
+from sleuth_agent.rca.followups import FollowUps, controllers, service_findings
+from sleuth_agent.settings import AgentSettings
+from sleuth_common.scope import Scope
+
+__all__ = ["ClusterOutcome", "analyse_cluster"]
+
+Progress = Callable[[str, str], Awaitable[None]]
+
+_PLATFORM = ("kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass
+class ClusterOutcome:
+    cluster: str
+    namespaces: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    healthy: list[WorkloadObservation] = field(default_factory=list)
+    access_refused: list[str] = field(default_factory=list)  # namespace words from the question
+    unresolved: bool = False
+    ambiguous: bool = False
+    unresolved_words: list[str] = field(default_factory=list)
+    ambiguous_candidates: list[str] = field(default_factory=list)  # what an ambiguous name may mean
+    named_namespaces: list[str] = field(default_factory=list)  # readable namespaces the question names
+    skipped_namespaces: int = 0
+    namespace_evidence: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    symptoms: list[str] = field(default_factory=list)  # current problems the question asserts
+    graph: Graph = field(default_factory=Graph)
+
+
+async def _noop(stage: str, message: str) -> None:
+    return None
+
+
+async def analyse_cluster(
+    tools: Toolbox,
+    scope: Scope,
+    cluster: str,
+    terms: QuestionTerms,
+    settings: AgentSettings,
+    log: EvidenceLog,
+    progress: Progress = _noop,
+    alert: AlertTarget | None = None,
+) -> ClusterOutcome:
+    out = ClusterOutcome(cluster)
+    out.symptoms = asserted_symptoms(terms.text)
+    timeout = settings.tool_timeout
+    known = sorted(ns for ns in scope.namespaces if ns)
+    if scope.cluster_wide and not known:
+        # No namespace list came with the scope: verify the words of the question instead.
+        for word in dict.fromkeys([*terms.namespace_claims, *terms.names]):
+            r = log.record(await tools.call("get_resource", {"kind": "Namespace", "name": word}, timeout=timeout))
+            if r.ok:
+                known.append(word)
+    named_ns = [ns for ns in known if mentions(terms.text, ns)]
+    out.named_namespaces = named_ns
+    out.access_refused = [w for w in terms.namespace_claims if w not in known and not scope.cluster_wide]
+    node_targets = list(alert.nodes) if alert else []
+    asked_nodes: list[str] = []
+    if not node_targets and scope.cluster_wide and tools.has_tool("list_nodes"):
+        # A cluster-wide caller naming a node: the node is a target, next to the namespaces.
+        asked_nodes = await _named_nodes(tools, log, terms, timeout)
+        node_targets = list(asked_nodes)
+    if named_ns:
+        targets = named_ns
+    elif out.access_refused:
+        return out  # the question is only about namespaces the caller cannot read
+    else:
+        # Tenants first, platform namespaces last (they are cut first when there are too many).
+        targets = sorted(known, key=lambda ns: (ns in _PLATFORM or ns.startswith("kube-"), ns))
+    if node_targets and not asked_nodes and not named_ns and scope.cluster_wide:
+        targets = []  # the node is the target; a tenant gets their own pods looked at instead
+    out.skipped_namespaces = max(0, len(targets) - settings.max_namespaces)
+    targets = targets[: settings.max_namespaces]
+    out.namespaces = targets
+    follow = None
+    if node_targets:
+        await _node_targets(tools, log, node_targets, scope, out, timeout)
+        if not targets:
+            return out
+    await progress("target", f"looking at {len(targets)} namespace(s) on {cluster}: {', '.join(targets)}")
+
+    await progress("collecting", "reading pods, workloads, services and events")
+    got: Collected = await collect_namespaces(tools, log, targets, timeout)
+    observations = got.observations()
+
+    # Which objects does the question (or the alert) name? Pod names stand for their workload.
+    pod_owner = {(p.namespace, p.name): p.workload[1] for pods in got.pods.values() for p in pods}
+    words = []
+    for w in terms.names:
+        if w in known or w in terms.namespace_claims or w in asked_nodes:
+            continue
+        owners = {name for (ns, pod), name in pod_owner.items() if pod == w and ns in targets}
+        words.append(next(iter(owners)) if len(owners) == 1 else w)
+    pool = [(ns, name) for (ns, _kind, name) in observations]
+    services = {(ns, str(s.get("name"))) for ns in targets for s in got.services.get(ns, [])}
+    matched, unmatched, ambiguous = resolve_names(words, [*pool, *sorted(services)])
+    if unmatched:
+        # A PersistentVolumeClaim stands for the pods that mount it and their workload.
+        for word, owners in (await _claim_owners(tools, log, got, targets, unmatched, terms, timeout)).items():
+            matched.update(owners)
+            unmatched.remove(word)
+    if unmatched and alert is not None:
+        # A HorizontalPodAutoscaler stands for the workload it scales.
+        for word, owner in (await _hpa_targets(tools, log, targets, unmatched, timeout)).items():
+            matched.add(owner)
+            unmatched.remove(word)
+    # "the worker" when two workloads are workers: the question means one object, which one is unclear.
+    meant = [w for w in ambiguous if terms.names_an_object([w]) or w in terms.referenced]
+    if matched:
+        chosen = [o for key, o in observations.items() if (key[0], key[2]) in matched]
+    elif (unmatched or ambiguous) and (terms.names_an_object(unmatched + ambiguous) or meant):
+        out.unresolved = bool(unmatched) and not ambiguous
+        out.ambiguous = bool(ambiguous)
+        out.unresolved_words = [w for w in unmatched + ambiguous if terms.names_an_object([w]) or w in meant]
+        pool_all = [*pool, *sorted(services)]
+        for w in ambiguous:
+            out.ambiguous_candidates.extend(
+                f"{kind}/{name}" for (ns, kind, name) in observations if (ns, name) in set(matching(w, pool_all))
+            )
+        out.ambiguous_candidates = list(dict.fromkeys(out.ambiguous_candidates))
+        return out
+    else:
+        chosen = list(observations.values())
+    for o in chosen:
+        o.named = bool(matched)
+        if alert is not None and o.named:
+            o.alerts.extend(alert.facts)
+    if matched:
+        await progress("target", "found " + ", ".join(sorted(f"{o.kind}/{o.name}" for o in chosen)))
+
+    for ns in targets:
+        r = got.results.get(("list_pods", ns))
+        if r is not None and r.ok:
+            pods = got.pods.get(ns, [])
+            bad = [p for p in pods if not p.healthy]
+            eid = log.cite(
+                r,
+                f"{len(pods)} pod(s) in {ns}" + (f", {len(bad)} not running and ready" if bad else ", all running and ready"),
+                [f"{p.name}: {_pod_state(p)}" for p in bad[:4]],
+            )
+            out.namespace_evidence.append(eid)
+
+    now = reference_time(
+        [p for ns in targets for p in got.pods.get(ns, [])], [e for ns in targets for e in got.events.get(ns, [])]
+    )
+    failing = [o for o in chosen if _failing(o, now)]
+    # A workload the question names is read even when its pods look fine: its logs may say why.
+    quiet_named = [o for o in chosen if o.named and o not in failing and o.pods]
+    out.healthy = [
+        o for o in chosen if o not in failing and (o.pods or (o.workload is not None and o.kind != "CronJob"))
+    ]
+    failing.sort(key=lambda o: (not o.named, -o.facts().max_restarts, o.resource))
+    failing = failing[: settings.max_workloads]
+    examine = failing + quiet_named[: max(0, settings.max_workloads - len(failing))]
+    for o in quiet_named:
+        o.quiet = True
+    if examine:
+        await progress("tool_calls", f"reading pods, events and logs of {len(examine)} workload(s)")
+    details = await asyncio.gather(
+        *(collect_details(tools, log, o, timeout, troubled=o in failing) for o in examine)
+    )
+    follow = FollowUps(tools, log, got, timeout, scope.cluster_wide)
+    await asyncio.gather(*(follow.run(o) for o in examine))
+    for o in examine:
+        controllers.apply(o, controllers.controller_facts(o, got.workloads.get(o.namespace, [])))
+
+    # Services: those the question names, and those named in the logs of what we examined.
+    wanted = {s for s in services if s in matched}
+    for o in examine:
+        text = " ".join(error_lines("\n".join(o.logs.values()), limit=50))
+        for ns, name in services:
+            if ns == o.namespace and name != o.name and re.search(rf"(?<![-\w]){re.escape(name)}(?![-\w])", text):
+                wanted.add((ns, name))
+    # A Service reached only through a caller's failing connections (by ClusterIP) is not a finding
+    # of its own: the caller's chain ends there (families/dependency_unreachable.py).
+    svc_obs = service_findings(got, targets, wanted, log)
+
+    for o in examine:  # a Deployment whose rollout timed out says so, whatever the question asked
+        _rollout_note(o, got, log)
+
+    await progress("matching", "matching failure signatures")
+    ranked: list[tuple[Finding, Details | None]] = []
+    for obs, det in [*zip(examine, details, strict=True), *((s, None) for s in svc_obs)]:
+        matches = match_all(obs.facts())
+        if obs in quiet_named and not matches:
+            out.healthy.append(obs) if obs not in out.healthy else None
+            continue
+        if obs in quiet_named and obs in out.healthy:
+            out.healthy.remove(obs)
+        primary, others = rank_matches(matches)
+        finding = Finding(obs, primary, alternatives=others)
+        finding.variables = _variables(obs, finding.match)
+        ranked.append((finding, det))
+    ranked.sort(key=lambda fd: -fd[0].score)
+    out.graph = build_graph(got, log.results)
+    for o in examine:  # calls: a workload → the Service or pod its failing connections target
+        for t in o.net_targets:
+            out.graph.link(Ref.of(o.kind, o.namespace, o.name), Rel.CALLS, Ref.of(t.kind, t.namespace, t.name))
+    for finding, _det in ranked:
+        finding.located = locate(finding.family, finding.obs, finding.variables, out.graph) if finding.match else None
+    for finding, det in ranked:  # evidence ids follow the ranking
+        finding.evidence = _cite(log, finding.obs, det, finding)
+        _cite_change(log, finding)
+        out.findings.append(finding)
+    if asked_nodes:
+        _node_support(out, got, targets, log)
+    return out
