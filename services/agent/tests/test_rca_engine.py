@@ -241,6 +241,8 @@ async def test_a_deadline_gives_a_degraded_report_with_the_evidence_gathered(dem
     assert result.tool_calls >= 4 and result.evidence, "the evidence read before the deadline is kept"
     assert all(e.command.startswith("kubectl ") for e in result.evidence)
     assert "ran out of time" in result.answer_markdown
+    # what was read is summarised, not just listed: the pods that are not ready are named
+    assert any("not running and ready" in e.summary for e in result.evidence), [e.summary for e in result.evidence]
 
 
 def test_an_object_created_just_before_the_onset_is_named_with_the_gap() -> None:
@@ -255,3 +257,31 @@ def test_an_object_created_just_before_the_onset_is_named_with_the_gap() -> None
     assert before_onset("2027-02-20T08:55:00Z", obs) == ""  # weeks before: not a suspect
     assert before_onset("2027-03-01T10:00:00Z", obs) == ""  # after the onset
     assert before_onset(None, obs) == "" and before_onset("2027-03-01T08:55:00Z", WorkloadObservation("s", "Deployment", "x")) == ""
+
+
+def test_high_confidence_needs_two_sources_or_a_dispositive_signal() -> None:
+    from sleuth_agent.rca._signatures import match_all
+    from sleuth_agent.rca.engine.calibrate import calibrate, sources
+    from sleuth_agent.rca.engine.rank import rank_matches
+
+    ready = _pod("api-7d9-a", "api-7d9", {"app": "api"})
+    line = "dial tcp: lookup pay-db on 10.96.0.10:53: no such host"
+    quiet = WorkloadObservation("shop", "Deployment", "api", pods=[ready], logs={("api-7d9-a", "app", False): line}, quiet=True)
+    facts = quiet.facts()
+    assert sources(facts) == {"logs"}
+    best, _ = rank_matches(calibrate(match_all(facts), facts))
+    assert best is not None and (best.signature.family, best.confidence) == ("dns_failure", "medium")
+    # the same line from a container that keeps restarting: the kubelet's state is a second source
+    crashing = PodView.parse({"metadata": {"name": "api-7d9-b", "namespace": "shop", "ownerReferences": [{"kind": "ReplicaSet", "name": "api-7d9"}]},
+                              "status": {"phase": "Running", "containerStatuses": [{"name": "app", "restartCount": 6,
+                                         "state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": {"terminated": {"exitCode": 1}}}]}})
+    loud = WorkloadObservation("shop", "Deployment", "api", pods=[crashing], logs={("api-7d9-b", "app", True): line})
+    facts = loud.facts()
+    best, _ = rank_matches(calibrate(match_all(facts), facts))
+    assert best is not None and (best.signature.family, best.confidence) == ("dns_failure", "high")
+    # one dispositive signal is enough: the kubelet's OOMKilled
+    oom = PodView.parse({"metadata": {"name": "api-7d9-c", "namespace": "shop"}, "status": {"phase": "Running", "containerStatuses": [
+        {"name": "app", "restartCount": 0, "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]}})
+    facts = WorkloadObservation("shop", "Deployment", "api", pods=[oom]).facts()
+    best, _ = rank_matches(calibrate(match_all(facts), facts))
+    assert best is not None and (best.signature.family, best.confidence) == ("oom_killed", "high")

@@ -25,6 +25,7 @@ from sleuth_agent.rca._targets import (
     _rollout_note,
 )
 from sleuth_agent.rca.engine.build import build_graph
+from sleuth_agent.rca.engine.calibrate import calibrate
 from sleuth_agent.rca.engine.cite import _cite, _cite_change, _pod_state
 from sleuth_agent.rca.engine.failing import _failing
 from sleuth_agent.rca.engine.graph import Graph, Ref, Rel
@@ -215,7 +216,8 @@ async def analyse_cluster(
     await progress("matching", "matching failure signatures")
     ranked: list[tuple[Finding, Details | None]] = []
     for obs, det in [*zip(examine, details, strict=True), *((s, None) for s in svc_obs)]:
-        matches = match_all(obs.facts())
+        facts = obs.facts()
+        matches = calibrate(match_all(facts), facts)
         if obs in quiet_named and not matches:
             out.healthy.append(obs) if obs not in out.healthy else None
             continue

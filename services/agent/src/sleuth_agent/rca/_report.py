@@ -8,8 +8,10 @@ from collections.abc import Mapping, Sequence
 from sleuth_agent.rca._cluster import ClusterOutcome
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._observe import WorkloadObservation
+from sleuth_agent.rca._records import PodView, items_of
 from sleuth_agent.rca._symptoms import ongoing, request_level
 from sleuth_agent.rca.engine.blast import blast_radius
+from sleuth_agent.rca.engine.cite import _pod_state
 from sleuth_agent.rca.engine.rank import Finding
 from sleuth_common.messages import Action, Candidate, InvestigationResult, RootCause
 
@@ -420,7 +422,16 @@ def degraded_result(outcomes: Sequence[ClusterOutcome], log: EvidenceLog, cluste
         result = build_result(outcomes, log, scope_text=", ".join(done), notes=[note])
         return result
     for r in log.results[:8]:
-        if r.ok:
+        if r.ok and r.tool == "list_pods":
+            pods = [PodView.parse(p) for p in items_of(r.data, "pods")]
+            bad = [p for p in pods if not p.healthy]
+            ns = (r.args or {}).get("namespace", "")
+            log.cite(
+                r,
+                f"{len(pods)} pod(s) in {ns}" + (f", {len(bad)} not running and ready" if bad else ", all running and ready"),
+                [f"{p.name}: {_pod_state(p)}" for p in bad[:4]],
+            )
+        elif r.ok:
             log.cite(r, f"read before the deadline ({r.tool})")
     unavailable = tuple(log.unavailable)
     withheld = tuple(log.withheld_notes())

@@ -110,14 +110,14 @@ def _cite_change(log: EvidenceLog, finding: Finding) -> None:
         return
     eid = log.cite(
         ch.result,
-        f"ReplicaSet {ch.current} (revision {ch.current_revision}) against {ch.previous} (revision {ch.previous_revision})",
+        f"{ch.kind} {ch.current} (revision {ch.current_revision}) against {ch.previous} (revision {ch.previous_revision})",
         [c.text() for c in relevant[:4]],
     )
     finding.evidence.append(eid)
     data = ch.result.data if isinstance(ch.result.data, dict) else {}
     when = before_onset((data.get("metadata") or {}).get("creationTimestamp"), finding.obs)
     finding.changed = (
-        f"What changed: revision {ch.current_revision} (ReplicaSet {ch.current}"
+        f"What changed: revision {ch.current_revision} ({ch.kind} {ch.current}"
         + (f", {when}" if when else "")
         + ") changed "
         + "; ".join(c.text() for c in relevant[:3])
