@@ -285,3 +285,20 @@ def test_high_confidence_needs_two_sources_or_a_dispositive_signal() -> None:
     facts = WorkloadObservation("shop", "Deployment", "api", pods=[oom]).facts()
     best, _ = rank_matches(calibrate(match_all(facts), facts))
     assert best is not None and (best.signature.family, best.confidence) == ("oom_killed", "high")
+
+
+def test_every_template_variable_has_a_producer() -> None:
+    """A wording template naming a variable nothing fills would print "?" in an answer."""
+    from sleuth_agent.rca.engine.registry import FOLLOWUP_VARIABLES, template_gaps
+
+    catalog = load_catalog()
+    templates = {f"{i}:{s.family}": (s.summary, *(a.get("text", "") + " " + a.get("command", "") for a in s.actions)) for i, s in enumerate(catalog)}
+    extracted = {f"{i}:{s.family}": set(s.extract) for i, s in enumerate(catalog)}
+    assert template_gaps(templates, extracted) == {}
+    assert template_gaps({"x": ("{made_up_variable} and {workload}",)}, {}) == {"x": ["made_up_variable"]}
+    # and every follow-up variable the list declares is really set by a follow-up (the list cannot rot)
+    root = Path(__file__).parents[1] / "src" / "sleuth_agent" / "rca"
+    files = [*root.glob("followups/*.py"), *root.glob("engine/*.py"), *root.glob("*.py")]
+    source = "\n".join(p.read_text() for p in files if p.name != "registry.py")  # not the list itself
+    unset = sorted(v for v in FOLLOWUP_VARIABLES if f'"{v}"' not in source)
+    assert unset == []

@@ -5,13 +5,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import sleuth_agent.rca.families  # noqa: F401  (registers every family)
+from sleuth_agent.rca._signatures import load_catalog
 from sleuth_agent.rca.engine.graph import Graph, Ref
-from sleuth_agent.rca.engine.registry import Located, Symptom, rule_for
+from sleuth_agent.rca.engine.registry import Located, Symptom, rule_for, validate
 
 if TYPE_CHECKING:
     from sleuth_agent.rca._observe import WorkloadObservation
 
 __all__ = ["locate"]
+
+# A catalog family without a rule module, or outside the vocabulary, fails here, at import.
+validate({s.family for s in load_catalog()})
 
 
 def locate(family: str, obs: WorkloadObservation, variables: dict[str, str], graph: Graph) -> Located:

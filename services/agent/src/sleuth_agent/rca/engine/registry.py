@@ -128,3 +128,36 @@ def validate(catalog_families: set[str]) -> None:
     missing = sorted(catalog_families - set(_RULES))
     if missing:
         raise ValueError(f"families without a rule module in rca/families: {', '.join(missing)}")
+
+
+# The variables every wording template may use: what ``engine/match._variables`` fills from the
+# observation, and what follow-ups set on it (``obs.variables``); a signature may also use the
+# names its own ``extract`` defines. A template naming anything else would print "?" in an answer.
+OBSERVED_VARIABLES = frozenset({
+    "resource", "kind", "kind_lower", "workload", "namespace", "pod", "container", "restarts", "memory_limit",
+    "memory_limit_next", "memory_request", "cpu_limit", "cpu_limit_next", "cpu_request", "exit_code", "image",
+    "waiting_reason", "event_message", "log_line", "termination_message", "replicas", "updated", "storage_classes",
+    "pvc", "pvc_size", "pvc_size_next", "probe_effect", "node_selector", "node", "derived", "pull_cause",
+    "pull_action_text", "pull_action_command", "probe_action_text", "probe_action_command", "local_pv_note",
+    "endpoint", "endpoint_host", "endpoint_port",
+})
+FOLLOWUP_VARIABLES = frozenset({
+    "cpu_saturation", "init_wait", "init_container", "env_name", "env_sources", "container_port", "service_port",
+    "service_target_port", "service_patch", "client", "lr_bound", "lr_resource", "lr_per", "lr_allowed", "lr_which",
+    "lr_value", "lr_name", "active_job", "active_since", "active_deadline", "active_deadline_span", "starting_deadline",
+    "limit_source", "limit_range", "netpol_name", "netpol_direction", "target_ref", "net_kind", "tls_secret",
+    "dns_host", "config_source", "config_key", "stop_line", "missing_kind",
+})
+
+
+def template_gaps(templates: dict[str, tuple[str, ...]], extracted: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Per signature (key), the template variables nothing produces."""
+    import re
+
+    gaps: dict[str, list[str]] = {}
+    for key, texts in templates.items():
+        used = {v for t in texts for v in re.findall(r"(?<!\{)\{([a-z_]+)\}(?!\})", t)}
+        unknown = sorted(used - OBSERVED_VARIABLES - FOLLOWUP_VARIABLES - extracted.get(key, set()))
+        if unknown:
+            gaps[key] = unknown
+    return gaps
