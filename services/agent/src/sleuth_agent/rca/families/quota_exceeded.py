@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from sleuth_agent.rca.engine.graph import Graph, Ref
-from sleuth_agent.rca.engine.registry import FamilyRule, Located, Symptom, family, phrase
+from sleuth_agent.rca.engine.registry import FamilyRule, Located, Symptom, family
 
 __all__ = ["Rule"]
 
@@ -21,14 +21,14 @@ class Rule(FamilyRule):
         m = _QUOTA.search(v.get("quota_message", "") or v.get("event_message", ""))
         if m:
             root = Ref.of("ResourceQuota", subject.namespace, m.group(1))
-            return Located(root, subject, f"{phrase(subject)} cannot create pods → ResourceQuota {root.name} is used up")
+            return Located(root, subject, f"{subject.kind} {subject.name} cannot create its pods → ResourceQuota {root.name} is used up")
         if v.get("limit_message") or v.get("lr_resource"):
             ranges = sorted(graph.find("LimitRange", subject.namespace))
             name = v.get("lr_name") or (ranges[0].name if len(ranges) == 1 else "")
             if name:
                 root = Ref.of("LimitRange", subject.namespace, name)
-                return Located(root, subject, f"{phrase(subject)} cannot create pods → LimitRange {name} refuses their resources")
+                return Located(root, subject, f"{subject.kind} {subject.name} cannot create its pods → LimitRange {name} refuses their resources")
         quotas = sorted(graph.find("ResourceQuota", subject.namespace))
         if len(quotas) == 1:
-            return Located(quotas[0], subject, f"{phrase(subject)} cannot create pods → ResourceQuota {quotas[0].name} is used up")
+            return Located(quotas[0], subject, f"{subject.kind} {subject.name} cannot create its pods → ResourceQuota {quotas[0].name} is used up")
         return super().locate(symptom, graph)
