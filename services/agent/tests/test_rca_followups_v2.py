@@ -125,3 +125,30 @@ async def test_a_statefulset_update_is_diffed_between_its_controller_revisions()
     done = ToolResult(tool="list_workloads", status="ok", args={}, data={"workloads": [
         {"kind": "StatefulSet", "name": "mq", "current_revision": "mq-6d9", "update_revision": "mq-6d9"}]})
     assert await revision_changes(lambda t, a: tools.call(t, a), "mq", "mq", done) is None
+
+
+def _netpols(*items: dict) -> dict:
+    return {"items": list(items)}
+
+
+DENY_ALL = {"name": "default-deny-all", "pod_selector": "*", "policy_types": ["Ingress", "Egress"], "egress": []}
+DNS_ONLY = {"name": "allow-dns", "pod_selector": "*", "policy_types": ["Egress"], "egress": [{"peers": [], "ports": ["53/UDP", "53/TCP"]}]}
+MINE = {"name": "worker-egress", "pod_selector": "app=worker", "policy_types": ["Egress"], "egress": [{"peers": [], "ports": ["5432/TCP", "443/TCP"]}]}
+TIMEOUT = "failed to connect: dial tcp 10.96.112.40:6432: i/o timeout"
+
+
+async def _netpol_verdict(policies: dict, line: str) -> str:
+    pod = PodView.parse({"metadata": {"name": "worker-7c-a", "namespace": "orders", "labels": {"app": "worker"}}, "status": {"phase": "Running"}})
+    f, _log = rca_fakes.follow(rca_fakes.FakeTools({("list_resources", "orders"): policies}), Collected(pods={"orders": [pod]}))
+    obs = WorkloadObservation("orders", "Deployment", "worker", pods=[pod], logs={("worker-7c-a", "worker", False): line})
+    await f.run(obs)
+    return obs.variables.get("netpol_name", "")
+
+
+async def test_egress_is_the_union_of_the_policies_and_the_fix_goes_where_it_belongs() -> None:
+    # the workload's own allow policy lists other ports: that is the one to extend
+    assert await _netpol_verdict(_netpols(DENY_ALL, DNS_ONLY, MINE), TIMEOUT) == "worker-egress"
+    # deny-all with a namespace-wide DNS allowance and an unknown port: the deny-all
+    assert await _netpol_verdict(_netpols(DENY_ALL, DNS_ONLY), "psycopg2.OperationalError: connection to server at \"pg\" (10.9.9.9), port 6432 failed: timeout") == "default-deny-all"
+    # a port one of the policies admits is not blocked by egress policy at all
+    assert await _netpol_verdict(_netpols(DENY_ALL, DNS_ONLY, MINE), "dial tcp 10.96.5.5:5432: i/o timeout") == ""

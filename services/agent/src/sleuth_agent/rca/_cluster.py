@@ -15,7 +15,7 @@ from sleuth_agent.rca._observe import WorkloadObservation, error_lines
 from sleuth_agent.rca._plan import AlertTarget, QuestionTerms, matching, mentions, resolve_names
 from sleuth_agent.rca._recency import reference_time
 from sleuth_agent.rca._signatures import match_all
-from sleuth_agent.rca._symptoms import asserted_symptoms
+from sleuth_agent.rca._symptoms import asserted_symptoms, request_level
 from sleuth_agent.rca._targets import (
     _claim_owners,
     _hpa_targets,
@@ -181,6 +181,10 @@ async def analyse_cluster(
     failing = [o for o in chosen if _failing(o, now)]
     # A workload the question names is read even when its pods look fine: its logs may say why.
     quiet_named = [o for o in chosen if o.named and o not in failing and o.pods]
+    if not failing and not quiet_named and request_level(out.symptoms):
+        # Callers see errors (5xx, timeouts) while every pod is green: the logs of the workloads in
+        # scope are where it shows. Read them, except what the asker says is fine.
+        quiet_named = [o for o in chosen if o.pods and o.name not in terms.cleared]
     out.healthy = [
         o for o in chosen if o not in failing and (o.pods or (o.workload is not None and o.kind != "CronJob"))
     ]

@@ -24,7 +24,8 @@ _STOP = frozenset(
     clusters container containers node nodes running pending healthy unhealthy ok okay status check
     tell show look see find investigate explain diagnose all any some everything anything something
     today now currently still again since lately recently keeps keep stuck working work works
-    hi hello hey thanks thank kubectl right""".split()
+    hi hello hey thanks thank kubectl right has have had been being get gets got getting give gives
+    gave giving return returns returning returned throw throws throwing threw just though also""".split()
 )
 _KIND_WORDS = (
     "deployment|deploy|statefulset|sts|daemonset|ds|pod|job|cronjob|service|svc|app|workload|api|worker"
@@ -66,19 +67,41 @@ class QuestionTerms:
     namespace_claims: tuple[str, ...]  # tokens the question presents as namespaces
     object_words: tuple[str, ...] = ()  # tokens the question presents as an object's name
     referenced: tuple[str, ...] = ()  # tokens after a determiner ("the worker", "our api"): one object meant
+    hosts: tuple[str, ...] = ()  # host names the question gives ("wiki.lab.example.org"): an Ingress may route them
+    cleared: tuple[str, ...] = ()  # what the asker says is fine ("pgbouncer is fine"): not the target
 
     def names_an_object(self, words: Iterable[str]) -> bool:
         """Does one of ``words`` look like the name of a specific object?"""
         return any("-" in w or any(ch.isdigit() for ch in w) or w in self.object_words for w in words)
 
 
+# Not object names: HTTP statuses ("502s", "5xx"), times ("8am", "09:30"), sizes and durations.
+_NOT_A_NAME = re.compile(r"^(?:[1-5]\d\ds?|[45]xxs?|\d{1,2}(?:am|pm)|\d+(?:ms|s|m|h|min|mins|d|x|%)|\d+(?:\.\d+)?(?:mi|gi|ki|m|g|k))$")
+_HOST = re.compile(r"(?<![-a-z0-9.@/])((?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?\.){2,}[a-z]{2,})(?![-a-z0-9])")
+# "pgbouncer is fine", "redis itself is up and healthy", "the db looks ok": the asker clears it.
+_CLEARED = re.compile(
+    r"([a-z0-9][-a-z0-9.]*)\s+(?:itself\s+)?(?:is|are|looks?|seems?)\s+(?:all\s+|totally\s+|perfectly\s+)?"
+    r"(?:fine|ok|okay|healthy|up|green|good|working)\b"
+)
+
+
 def parse_question(question: str, cluster_words: Iterable[str] = ()) -> QuestionTerms:
     text = question.lower()
+    hosts = tuple(dict.fromkeys(m.group(1) for m in _HOST.finditer(text) if not m.group(1).endswith((".svc", ".local"))))
     tokens = tuple(_TOKEN.findall(text))
     skip = {w.lower() for w in cluster_words}
+    cleared = tuple(dict.fromkeys(m.group(1) for m in _CLEARED.finditer(text) if m.group(1) not in _STOP))
     names = tuple(
         dict.fromkeys(
-            t for t in tokens if t not in _STOP and t not in skip and not t.isdigit() and len(t) > 1
+            t
+            for t in tokens
+            if t not in _STOP
+            and t not in skip
+            and not t.isdigit()
+            and len(t) > 1
+            and not _NOT_A_NAME.match(t)
+            and t not in hosts
+            and t not in cleared
         )
     )
     claims: list[str] = []
@@ -110,8 +133,10 @@ def parse_question(question: str, cluster_words: Iterable[str] = ()) -> Question
         tokens,
         names,
         tuple(dict.fromkeys(claims)),
-        tuple(dict.fromkeys(objects)),
-        tuple(dict.fromkeys(referenced)),
+        tuple(dict.fromkeys(o for o in objects if o not in cleared and not _NOT_A_NAME.match(o))),
+        tuple(dict.fromkeys(r for r in referenced if r not in cleared)),
+        hosts,
+        cleared,
     )
 
 

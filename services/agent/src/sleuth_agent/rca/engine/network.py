@@ -78,6 +78,7 @@ _HTTP_5XX = re.compile(r"\b(?:status(?:\s?code)?[=: ]+|HTTP/\d(?:\.\d)? |returne
 
 _URL = re.compile(rf"\b(https?|grpcs?|wss?|amqps?|postgres(?:ql)?|mysql|redis|mongodb)://(?:[^@/\s]+@)?(\[?{_IP}\]?|{_HOST})(?::(\d{{2,5}}))?")
 _DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443", "grpc": "80", "grpcs": "443"}
+_AT_PORT = re.compile(rf"(?:at \"?({_HOST})\"?\s*(?:\(({_IP})\))?,?\s*)?\bport (\d{{2,5}})\b", re.IGNORECASE)
 _TIMESTAMPISH = re.compile(r"^\d{4}-\d\d-\d\d(?:T\d\d)?$|^\d{1,2}$")
 
 
@@ -86,6 +87,11 @@ def _endpoint(line: str, prefer_port: str = "") -> tuple[str, str]:
     if url:
         return url.group(2).strip("[]"), url.group(3) or _DEFAULT_PORTS.get(url.group(1).lower(), "")
     found = [(h.strip("[]"), p) for h, p in _ENDPOINT.findall(line) if not _TIMESTAMPISH.match(h)]
+    if not found:
+        # libpq: 'connection to server at "db.shop" (10.0.0.7), port 5432 failed'
+        m = _AT_PORT.search(line)
+        if m:
+            return m.group(1) or m.group(2) or "", m.group(3)
     if prefer_port:
         for h, p in found:
             if p == prefer_port:

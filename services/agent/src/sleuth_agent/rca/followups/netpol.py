@@ -7,6 +7,7 @@ import re
 
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._records import PodView, items_of
+from sleuth_agent.rca.engine.network import NetKind, classify_all
 from sleuth_agent.rca.followups._context import FollowUpContext
 from sleuth_agent.rca.followups._shared import label_selects, parse_selector
 
@@ -24,26 +25,40 @@ async def run(ctx: FollowUpContext, obs: WorkloadObservation, pod: PodView | Non
     policies = items_of(r.data, "items")
     labels = dict(pod.labels)
     dns_problem = any(_DNS_TIMEOUT.search(ln) for ln in lines)
-    for p in policies:
-        sel = parse_selector(str(p.get("pod_selector") or "*"))
-        if not label_selects(sel, labels):
-            continue
-        if "Egress" in (p.get("policy_types") or []):
-            egress = p.get("egress") or []
-            allows_dns = any(
-                not rule.get("ports") or any(str(x).startswith("53/") for x in rule.get("ports") or [])
-                for rule in egress
-            )
-            if not egress or (dns_problem and not allows_dns):
-                what = "all egress" if not egress else "egress to DNS (port 53)"
-                obs.derive(
-                    "netpol",
-                    f"NetworkPolicy {p.get('name')} selects the pods of {obs.resource} and allows no {what}, "
-                    "so DNS lookups and outgoing connections are dropped.",
-                )
-                obs.cites.append((r, f"NetworkPolicy {p.get('name')} in {obs.namespace}", [f"{p.get('name')}: policyTypes={p.get('policy_types')}, egress rules={len(egress)}"]))
-                obs.variables.update({"netpol_name": str(p.get("name")), "netpol_direction": "egress"})
-                return
+    # Egress is the union of every Egress policy that selects the pod (policies only add allowances):
+    # the traffic is dropped when none of their rules admits the port it goes to.
+    egress_policies = [
+        p for p in policies
+        if "Egress" in (p.get("policy_types") or []) and label_selects(parse_selector(str(p.get("pod_selector") or "*")), labels)
+    ]
+    ports = sorted({"53"} if dns_problem else set()) or _ports_in(lines)
+    rules = [rule for p in egress_policies for rule in p.get("egress") or []]
+    blocked = [port for port in ports if not any(_admits(rule, port) for rule in rules)]
+    # the port is not known: blocked when the policies admit nothing but DNS (or nothing at all)
+    dns_only = all(rule.get("ports") and all(str(x).split("/")[0] == "53" for x in rule["ports"]) for rule in rules)
+    if egress_policies and (blocked or (not ports and dns_only)):
+        # The fix belongs in the policy written for this workload's egress (the one with rules,
+        # most specific selector first); with none, in the policy that denies everything.
+        ranked = sorted(egress_policies, key=lambda p: (_blame_order(p), str(p.get("name"))))
+        p = ranked[0]
+        egress = p.get("egress") or []
+        if not egress:
+            what = "no egress at all"
+        elif blocked == ["53"]:
+            what = "no egress to DNS (port 53)"
+        else:
+            allowed = sorted({str(x) for rule in egress for x in rule.get("ports") or []})
+            what = f"egress only to {', '.join(allowed) or 'the peers it lists'}, not to port {', '.join(blocked)}"
+        others = [str(q.get("name")) for q in egress_policies if q is not p]
+        obs.derive(
+            "netpol",
+            f"NetworkPolicy {p.get('name')} selects the pods of {obs.resource} and allows {what}"
+            + (f" (with {', '.join(others)}, which add{'s' if len(others) == 1 else ''} nothing for it)" if others else "")
+            + ", so those connections are dropped.",
+        )
+        obs.cites.append((r, f"NetworkPolicy {p.get('name')} in {obs.namespace}", [f"{q.get('name')}: policyTypes={q.get('policy_types')}, egress rules={len(q.get('egress') or [])}, ports={sorted({str(x) for rule in q.get('egress') or [] for x in rule.get('ports') or []})}" for q in egress_policies][:4]))
+        obs.variables.update({"netpol_name": str(p.get("name")), "netpol_direction": "egress"})
+        return
     # Ingress side: the Service the log names, its pods, the policies that select them.
     services = ctx.got.services.get(obs.namespace, [])
     text = " ".join(lines)
@@ -81,3 +96,23 @@ async def run(ctx: FollowUpContext, obs: WorkloadObservation, pod: PodView | Non
                 obs.cites.append((r, f"NetworkPolicy {p.get('name')} in {obs.namespace}", [f"{p.get('name')}: ingress from {', '.join(peers_text)}"]))
                 obs.variables.update({"netpol_name": str(p.get("name")), "netpol_direction": "ingress"})
                 return
+
+
+def _ports_in(lines: list[str]) -> list[str]:
+    """The remote ports the failing connections go to (the network taxonomy's endpoints)."""
+    return sorted({f.port for f in classify_all(lines) if f.port and f.kind != NetKind.DNS})
+
+
+def _blame_order(p: dict) -> int:
+    """Where the fix belongs: the policy written for this workload (rules, a selector of its own),
+    else the policy that denies everything, else a namespace-wide allowance."""
+    specific = str(p.get("pod_selector") or "*") != "*"
+    if p.get("egress"):
+        return 0 if specific else 2
+    return 1
+
+
+def _admits(rule: dict, port: str) -> bool:
+    """Does one egress rule admit TCP/UDP ``port`` (a rule without ports admits every port)?"""
+    rule_ports = rule.get("ports") or []
+    return not rule_ports or any(str(x).split("/")[0] in (port, "*") for x in rule_ports)
