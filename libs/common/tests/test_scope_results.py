@@ -138,3 +138,24 @@ def test_security_profile_names_are_not_namespace_references() -> None:
     assert out.outcome != "withheld" and out.data["annotations"]["seccomp.security.alpha.kubernetes.io/pod"] == "runtime/default"
     leaky = {**pod, "owner": "team-b/pay-1"}
     assert "pay-1" not in (filter_result(json.dumps({"items": [leaky]}), ALICE).text or "")
+
+
+def test_an_image_of_the_callers_project_in_an_in_cluster_registry_keeps_its_pod() -> None:
+    """OpenShift's internal registry is a Service in a platform namespace: an image
+    ``image-registry.openshift-image-registry.svc:5000/team-a/api:1`` is the caller's own image.
+    Its registry host is hidden; the container record is kept (it was withheld whole, which hid
+    every container state and log hint on OpenShift). An image of another team's project in the
+    same registry still keeps the record out."""
+    def pod(image: str) -> dict:
+        return {"namespace": "team-a", "name": "api-1", "phase": "Running",
+                "containers": [{"name": "api", "image": image, "restart_count": 3, "last_termination": {"reason": "OOMKilled"}}]}
+
+    own = filter_result(json.dumps(pod("image-registry.openshift-image-registry.svc:5000/team-a/api:1.0.3")), ALICE)
+    c = own.data["containers"][0]
+    assert c["last_termination"]["reason"] == "OOMKilled" and c["image"].endswith("/team-a/api:1.0.3")
+    assert "openshift-image-registry" not in own.text
+    other = filter_result(json.dumps({"items": [pod("image-registry.openshift-image-registry.svc:5000/team-b/pay:2")]}), ALICE)
+    assert "team-b" not in (other.text or "") and "openshift-image-registry" not in (other.text or "")
+    url = filter_result(json.dumps({"items": [{"namespace": "team-a", "name": "x", "containers": [
+        {"name": "c", "url": "http://pay.team-b.svc.cluster.local/", "id": "pay"}]}]}), ALICE)
+    assert "team-b" not in (url.text or "")  # only images: a URL to another namespace still taints its record

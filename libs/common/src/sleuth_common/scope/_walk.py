@@ -5,6 +5,7 @@ of removal (never names)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -491,6 +492,15 @@ class _Walk:
                     if " " in v:
                         continue  # prose: judged as text, not as a reference
                 if "/" in v or ".svc" in v or ".pod" in v:
+                    if c & OPAQUE and ".svc" in v and _is_image_key(k):
+                        hidden = _in_cluster_registry(v, allowed)
+                        if hidden is not None:
+                            # The caller's own image, pulled from an in-cluster registry Service
+                            # (OpenShift's image-registry.openshift-image-registry.svc:5000/<project>/…):
+                            # the registry's host says nothing about whose record this is.
+                            d[k] = hidden
+                            self.redacted += 1
+                            continue
                     for ns in namespaces_in(v, allowed, refs=not c & OPAQUE):
                         self.mark(st, s, ns)
                 elif v in foreign_tokens:
@@ -895,3 +905,22 @@ def _holds_records(pending: list[tuple[Any, ...]], top: bool) -> bool:
         if any(type(x) is dict or type(x) is list for x in p[1]):
             return True
     return False
+
+
+_IMAGE_KEYS = frozenset({"image", "images", "imageid", "image_id", "imageref", "image_ref", "imagename", "image_name"})
+_REGISTRY_SVC = re.compile(r"^([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.svc(?:\.[a-z0-9.-]+)?(?::\d{1,5})?/([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)/")
+
+
+def _is_image_key(key: object) -> bool:
+    return isinstance(key, str) and key.lower() in _IMAGE_KEYS
+
+
+def _in_cluster_registry(value: str, allowed: frozenset[str]) -> str | None:
+    """``value`` with its registry host hidden, when it is an image the caller's own project holds
+    in an in-cluster registry Service (``<svc>.<ns>.svc[:port]/<project>/<name>``, ``<project>``
+    one of the caller's namespaces); None otherwise (the usual rules apply, and an image of another
+    team's project keeps its record out)."""
+    m = _REGISTRY_SVC.match(value)
+    if m is None or m.group(3) not in allowed or m.group(2) in allowed:
+        return None
+    return f"{REDACTED}/{value[m.end(3) - len(m.group(3)):]}"

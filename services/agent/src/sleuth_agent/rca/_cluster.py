@@ -142,6 +142,12 @@ async def analyse_cluster(
     # "the worker" when two workloads are workers: the question means one object, which one is unclear.
     meant = [w for w in ambiguous if terms.names_an_object([w]) or w in terms.referenced]
     if matched:
+        # A Job a CronJob runs stands with its CronJob: concurrency, deadlines and skipped runs are
+        # the CronJob's (a hung run blocks every later one under concurrencyPolicy Forbid).
+        for (ns, kind, name), o in list(observations.items()):
+            w = o.workload
+            if kind == "Job" and (ns, name) in matched and w is not None and w.owner_kind == "CronJob":
+                matched.add((ns, w.owner_name))
         chosen = [o for key, o in observations.items() if (key[0], key[2]) in matched]
     elif (unmatched or ambiguous) and (terms.names_an_object(unmatched + ambiguous) or meant):
         out.unresolved = bool(unmatched) and not ambiguous

@@ -276,8 +276,6 @@ def alert_target(alerts: Iterable[object]) -> AlertTarget:
     for a in alerts:
         labels = dict(getattr(a, "labels", {}) or {})
         ann = dict(getattr(a, "annotations", {}) or {})
-        if labels.get("namespace"):
-            ns.append(labels["namespace"])
         subjects = [
             labels[key]
             for key, _kind in _ALERT_OBJECT_LABELS
@@ -291,6 +289,15 @@ def alert_target(alerts: Iterable[object]) -> AlertTarget:
         # the subject (a node alert).
         if labels.get("node") and not subjects:
             nodes.append(labels["node"])
+        # The namespace label names the subject's namespace, unless the alert is about a node and
+        # the only namespace is the exporter's own (kube-state-metrics runs in ``monitoring``).
+        exporter_ns = (
+            not subjects
+            and labels.get("node")
+            and (_exporter_label("pod", labels.get("pod", ""), labels) or _scrape_service(labels))
+        )
+        if labels.get("namespace") and not exporter_ns:
+            ns.append(labels["namespace"])
         if labels.get("container") and not _exporter_label("container", labels["container"], labels):
             containers.append(labels["container"])
         for key in ("cluster", "region"):

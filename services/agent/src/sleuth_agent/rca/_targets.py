@@ -12,7 +12,7 @@ from sleuth_agent.rca._collect import Collected, Toolbox
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._observe import WorkloadObservation
 from sleuth_agent.rca._plan import QuestionTerms
-from sleuth_agent.rca._records import PodView, items_of
+from sleuth_agent.rca._records import EventView, PodView, items_of
 from sleuth_agent.rca._signatures import match_all
 from sleuth_agent.rca.engine.cite import _cite, _pod_state, log_results
 from sleuth_agent.rca.engine.match import _variables
@@ -202,7 +202,15 @@ async def _node_targets(
         if ready != "True":
             obs.derive("node", text)
         taints = ", ".join(f"{t.get('key')}:{t.get('effect')}" for t in n.get("taints") or [])
-        obs.cites.append((r, f"node {name}: Ready={ready}", [text[:160], *([f"taints: {taints}"] if taints else [])]))
+        pressure = [
+            c for c in n.get("conditions") or []
+            if str(c.get("type", "")).endswith("Pressure") and str(c.get("status")) == "True"
+        ]
+        obs.cites.append((r, f"node {name}: Ready={ready}", [
+            text[:160], *(f"{c.get('type')}=True: {c.get('message', '')}"[:160] for c in pressure), *([f"taints: {taints}"] if taints else []),
+        ]))
+        if pressure:
+            await _node_pressure(tools, log, obs, name, pressure, limit)
         obs.variables.update({"node": name, "pod": "(pods on the node)"})
         matches = match_all(obs.facts())
         if matches:
@@ -213,3 +221,31 @@ async def _node_targets(
             out.findings.append(f)
         else:
             out.healthy.append(obs)
+
+
+_RECLAIM = re.compile(r"reclaim (\S+)|low on resource: (\S+?)\.?(?:\s|$)", re.IGNORECASE)
+
+
+async def _node_pressure(
+    tools: Toolbox, log: EvidenceLog, obs: WorkloadObservation, node: str, pressure: list[dict], limit: float
+) -> None:
+    """A node under DiskPressure / MemoryPressure / PIDPressure: the kubelet evicts pods to reclaim
+    the resource; its events on the node say which (EvictionThresholdMet, Evicted)."""
+    from sleuth_agent.rca._collect import _call
+
+    kinds = ", ".join(str(c.get("type")) for c in pressure)
+    r = await _call(tools, log, "list_events", {"namespace": "default", "involved_object_name": node}, limit)
+    events = [EventView.parse(e) for e in items_of(r.data, "events")] if r.ok else []
+    obs.events.extend(events)
+    resource = next(
+        (m.group(1) or m.group(2) for e in events for m in [_RECLAIM.search(e.message)] if m),
+        {"DiskPressure": "ephemeral-storage", "MemoryPressure": "memory", "PIDPressure": "pids"}.get(str(pressure[0].get("type")), ""),
+    )
+    text = f"Node {node} reports {kinds} ({'; '.join(str(c.get('message') or c.get('reason') or '') for c in pressure)})"
+    if resource:
+        text += f": the kubelet evicts pods to reclaim {resource}"
+    obs.derive("node_pressure", text + ".")
+    obs.variables.update({"pressure": kinds, "reclaim": resource or "the resource under pressure"})
+    telling = [e for e in events if e.reason in ("EvictionThresholdMet", "Evicted", "FreeDiskSpaceFailed", "ImageGCFailed")]
+    if r.ok and telling:
+        obs.cites.append((r, f"events of node {node}", [f"{e.reason}: {e.message}"[:160] for e in telling[:3]]))

@@ -101,7 +101,7 @@ def _variables(obs: WorkloadObservation, match: Match | None) -> dict[str, str]:
 _DERIVED_KEYS = {
     "service_no_endpoints": ("service", "service_port"),
     "node_not_ready": ("node", "node_access", "node_local"),
-    "evicted": ("eviction_node",),
+    "evicted": ("eviction_node", "node_pressure"),
     "pvc_pending": ("pvc",),
     "unschedulable_constraints": ("pvc_wait",),
     "unschedulable_resources": ("pvc_wait",),

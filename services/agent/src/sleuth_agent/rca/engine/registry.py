@@ -146,7 +146,7 @@ FOLLOWUP_VARIABLES = frozenset({
     "service_target_port", "service_patch", "client", "lr_bound", "lr_resource", "lr_per", "lr_allowed", "lr_which",
     "lr_value", "lr_name", "active_job", "active_since", "active_deadline", "active_deadline_span", "starting_deadline",
     "limit_source", "limit_range", "netpol_name", "netpol_direction", "target_ref", "net_kind", "tls_secret",
-    "dns_host", "config_source", "config_key", "stop_line", "missing_kind",
+    "dns_host", "config_source", "config_key", "stop_line", "missing_kind", "pressure", "reclaim",
 })
 
 
