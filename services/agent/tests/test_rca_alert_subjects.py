@@ -121,3 +121,16 @@ def test_the_exporters_own_pod_is_not_the_subject_and_an_hpa_label_is() -> None:
     own = alert_target([AlertRef(labels={"alertname": "KubePodCrashLooping", "namespace": NS, "pod": "web-1",
                                          "container": "web", "job": "kube-state-metrics"})])
     assert own.objects == ("web-1",) and own.containers == ("web",)
+
+
+def test_a_node_alert_scraped_by_kube_state_metrics_is_about_the_node_not_its_namespace() -> None:
+    t = alert_target([AlertRef(labels={
+        "alertname": "KubeNodePressure", "condition": "DiskPressure", "node": "aks-userpool-1", "namespace": "monitoring",
+        "job": "kube-state-metrics", "pod": "kube-prometheus-stack-kube-state-metrics-7c9b8d6f5d-mq2lp",
+        "service": "kube-prometheus-stack-kube-state-metrics",
+    })])
+    assert (t.nodes, t.namespaces, t.objects) == (("aks-userpool-1",), (), ())
+    # the namespace of an alert about an object stays
+    pvc = alert_target([AlertRef(labels={"alertname": "VolumeFull", "namespace": NS, "persistentvolumeclaim": "data-0", "node": "n1",
+                                         "job": "kubelet", "service": "kubelet"})])
+    assert pvc.namespaces == (NS,)

@@ -152,3 +152,18 @@ async def test_egress_is_the_union_of_the_policies_and_the_fix_goes_where_it_bel
     assert await _netpol_verdict(_netpols(DENY_ALL, DNS_ONLY), "psycopg2.OperationalError: connection to server at \"pg\" (10.9.9.9), port 6432 failed: timeout") == "default-deny-all"
     # a port one of the policies admits is not blocked by egress policy at all
     assert await _netpol_verdict(_netpols(DENY_ALL, DNS_ONLY, MINE), "dial tcp 10.96.5.5:5432: i/o timeout") == ""
+
+
+async def test_a_node_under_disk_pressure_is_an_eviction_root_cause_for_an_admin() -> None:
+    from sleuth_agent.rca._cluster import ClusterOutcome
+    from sleuth_agent.rca._targets import _node_targets
+    from sleuth_common.scope import Scope
+
+    node = {"name": "n7", "ready": "True", "conditions": [{"type": "DiskPressure", "status": "True", "message": "kubelet has disk pressure"}]}
+    events = {"events": [{"type": "Warning", "reason": "EvictionThresholdMet", "message": "Attempting to reclaim ephemeral-storage",
+                          "involved_object": {"kind": "Node", "name": "n7"}}]}
+    tools = rca_fakes.FakeTools({("list_nodes", ""): {"nodes": [node]}, ("list_events", "default"): events})
+    out = ClusterOutcome("prod")
+    await _node_targets(tools, rca_fakes.follow(tools)[1], ["n7"], Scope.of(cluster_wide=True), out, 5.0)
+    [finding] = out.findings
+    assert (finding.family, finding.confidence, finding.obs.variables["reclaim"]) == ("evicted", "high", "ephemeral-storage")
