@@ -559,7 +559,7 @@ def h81() -> tuple[Snap, dict[str, Any]]:
            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"}, "subjects": [{"kind": "ServiceAccount", "name": "monitoring-agent", "namespace": "namespace-81"}]})
     s.log("namespace-81", pods[0], "agent", ['Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:namespace-81:monitoring-agent" cannot list resource "pods" in API group "" in the namespace "namespace-81"'] * 3, start=2, step=30)
     return s, {"source": "holmesgpt:test_ask_holmes/81_service_account_permission_denied", "question": "Why is the monitoring-agent getting permission denied errors in namespace-81?", "as": "dev",
-               "expect": expect("diagnosed", "rbac_denied", "Deployment/namespace-81/monitoring-agent", ["cannot list", "monitoring-agent"], hidden)}
+               "expect": expect("diagnosed", "rbac_denied", "ServiceAccount/namespace-81/monitoring-agent", ["cannot list", "monitoring-agent"], hidden)}
 
 
 @scenario

@@ -104,6 +104,9 @@ WHERE = [
     # The callee Service's only pods are down: the chain goes on to their workload.
     Where("dependency_unreachable", ("Deployment", "worker"), {"target_ref": "Service/shop/api"}, "Deployment/shop/api"),
     Where("image_pull", ("Deployment", "api"), {}, "Deployment/shop/api"),
+    Where("rbac_denied", ("Deployment", "api"), {"service_account": "api-sa", "verb": "get", "api_resource": "leases"}, "ServiceAccount/shop/api-sa"),
+    Where("rbac_denied", ("Deployment", "api"), {}, "Deployment/shop/api"),
+    Where("dns_failure", ("Deployment", "api"), {"config_source": "ConfigMap/shop/api-env", "config_key": "DB_HOST", "dns_host": "db"}, "ConfigMap/shop/api-env"),
 ]
 
 

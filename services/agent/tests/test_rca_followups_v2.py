@@ -167,3 +167,28 @@ async def test_a_node_under_disk_pressure_is_an_eviction_root_cause_for_an_admin
     await _node_targets(tools, rca_fakes.follow(tools)[1], ["n7"], Scope.of(cluster_wide=True), out, 5.0)
     [finding] = out.findings
     assert (finding.family, finding.confidence, finding.obs.variables["reclaim"]) == ("evicted", "high", "ephemeral-storage")
+
+
+def test_a_volume_whose_configmap_lacks_the_key_puts_the_fix_in_the_configmap() -> None:
+    pod = _worker(volumes=[{"name": "conf", "configMap": {"name": "edge-conf", "items": [{"key": "up.conf", "path": "up.conf"}]}}])
+    obs = WorkloadObservation("orders", "Deployment", "worker", pods=[pod])
+    msg = 'MountVolume.SetUp failed for volume "conf" : configmap references non-existent config key: up.conf'
+    located = locate("volume_mount_failed", obs, {"mount_error": msg}, build_graph(Collected()))
+    assert str(located.root) == "ConfigMap/orders/edge-conf" and "up.conf" in located.chain
+    attach = 'AttachVolume.Attach failed for volume "pvc-1" : rpc error: code = Internal'
+    assert str(locate("volume_mount_failed", obs, {"mount_error": attach}, build_graph(Collected())).root) == "Deployment/orders/worker"
+
+
+async def test_a_paused_deployment_shows_the_template_change_that_waits() -> None:
+    from sleuth_agent.rca.followups.changes import rollout_changes
+
+    def tmpl(image: str) -> dict:
+        return {"spec": {"template": {"spec": {"containers": [{"name": "api", "image": image}]}}}}
+
+    tools = rca_fakes.FakeTools({("get_resource", "printer"): tmpl("printer:2.8.0"), ("get_resource", "printer-5d"): tmpl("printer:2.7.3")})
+    listing = ToolResult(tool="list_workloads", status="ok", args={}, data={"workloads": [
+        {"kind": "Deployment", "name": "printer", "paused": True},
+        {"kind": "ReplicaSet", "name": "printer-5d", "owner": {"kind": "Deployment", "name": "printer"}, "revision": "5"}]})
+    change = await rollout_changes(lambda t, a: tools.call(t, a), "ship", "printer", listing)
+    assert change is not None and change.kind == "Deployment template"
+    assert [c.text() for c in change.changes] == ["container api image: printer:2.7.3 → printer:2.8.0"]

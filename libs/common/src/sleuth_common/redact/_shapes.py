@@ -38,6 +38,13 @@ def _sql_password(text: str, low: str, m: re.Match[str]) -> bool:
     return ("user" in head or "role" in head) and _not_placeholder1(text, low, m)
 
 
+def _sql_identified_by(text: str, low: str, m: re.Match[str]) -> bool:
+    """``CREATE USER 'app'@'%' IDENTIFIED BY 'x'``, ``GRANT … IDENTIFIED BY 'x'``: a SQL statement
+    about an account, not any "identified by '…'" (alembic's "revision identified by '3f2a'")."""
+    head = low[max(0, m.start() - 200) : m.start()]
+    return any(w in head for w in ("user", "role", "grant", "@", "password")) and _not_placeholder1(text, low, m)
+
+
 def _token_user(text: str, low: str, m: re.Match[str]) -> bool:
     user = text[m.start("u") : m.end("u")]
     if "%40" in user or "." in user or looks_like_placeholder(user):
@@ -179,7 +186,7 @@ SHAPE_RULES: tuple[Rule, ...] = (
     regex_rule("netrc", "machine ", r"\S+\s+login\s+\S+\s+password\s+([^\s\"'\\]+)", 1, _not_placeholder1),
     regex_rule("redis_requirepass", "requirepass", r"[ \t]+(?:\\*[\"'])?([^\s\"'\\]+)", 1, _not_placeholder1),
     regex_rule("redis_masterauth", "masterauth", r"[ \t]+(?:\\*[\"'])?([^\s\"'\\]+)", 1, _not_placeholder1),
-    regex_rule("sql_identified_by", "identified by", r"\s+(?:password\s+)?'([^'\\]{1,256})'", 1, _not_placeholder1),
+    regex_rule("sql_identified_by", "identified by", r"\s+(?:password\s+)?'([^'\\]{1,256})'", 1, _sql_identified_by),
     regex_rule("sql_with_password", "password", r"\s+'([^'\\]{1,256})'", 1, _sql_password),
     regex_rule("crypt_hash", "$", r"(?:2[aby]|apr1|5|6|y)\$[./a-z0-9$]{20,}", 0, _boundary_before),
     regex_rule("huggingface", "hf_", r"[a-z0-9]{34,}(?![a-z0-9])", 0, _boundary_before),

@@ -222,6 +222,8 @@ class PodView:
     image_pull_secrets: tuple[str, ...] | None = None  # None: the record does not say (list_pods)
     ready_since: str = ""  # lastTransitionTime of the Ready condition when it is True
     ip: str = ""  # status.podIP
+    host_network: bool = False
+    dns_policy: str = ""  # "" when the record does not say (ClusterFirst is the API's default)
     annotations: tuple[tuple[str, str], ...] = ()  # only the ones the investigator reads (limit-ranger)
 
     @classmethod
@@ -316,6 +318,8 @@ class PodView:
             ),
             image_pull_secrets=_pull_secrets(p, spec),
             ip=str(_get(p, "pod_ip", "ip", default="") or _get(status, "podIP", default="") or ""),
+            host_network=bool(_get(p, "host_network", default=None) or _get(spec, "hostNetwork", default=False)),
+            dns_policy=str(_get(p, "dns_policy", default="") or _get(spec, "dnsPolicy", default="") or ""),
             annotations=tuple(
                 (str(k), str(v))
                 for k, v in sorted((_get(p, "annotations", default=None) or _get(meta, "annotations", default={}) or {}).items())

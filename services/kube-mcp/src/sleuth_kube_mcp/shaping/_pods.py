@@ -299,6 +299,7 @@ def pod_detail(pod: Mapping[str, Any]) -> dict[str, Any]:
                 "tolerations": list(spec.get("tolerations") or []),
                 "volumes": [_volume(v) for v in spec.get("volumes") or []],
                 "host_network": spec.get("hostNetwork"),
+                "dns_policy": spec.get("dnsPolicy"),
                 "image_pull_secrets": [s.get("name") for s in spec.get("imagePullSecrets") or []] or None,
             }
         )

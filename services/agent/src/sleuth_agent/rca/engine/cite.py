@@ -115,6 +115,13 @@ def _cite_change(log: EvidenceLog, finding: Finding) -> None:
     )
     finding.evidence.append(eid)
     data = ch.result.data if isinstance(ch.result.data, dict) else {}
+    if ch.kind == "Deployment template":
+        finding.changed = (
+            "Waiting in the paused Deployment: its template changes "
+            + "; ".join(c.text() for c in relevant[:3])
+            + f" against its newest ReplicaSet {ch.previous} (revision {ch.previous_revision}); the pause keeps it from rolling out [{eid}]."
+        )
+        return
     when = before_onset((data.get("metadata") or {}).get("creationTimestamp"), finding.obs)
     finding.changed = (
         f"What changed: revision {ch.current_revision} ({ch.kind} {ch.current}"

@@ -102,6 +102,7 @@ _DERIVED_KEYS = {
     "service_no_endpoints": ("service", "service_port"),
     "node_not_ready": ("node", "node_access", "node_local"),
     "evicted": ("eviction_node", "node_pressure"),
+    "dns_failure": ("dns_config",),
     "pvc_pending": ("pvc",),
     "unschedulable_constraints": ("pvc_wait",),
     "unschedulable_resources": ("pvc_wait",),

@@ -157,6 +157,13 @@ async def rollout_changes(read: Read, namespace: str, deployment: str, workloads
         if w.get("kind") == "ReplicaSet" and _owner_name(w.get("owner")) == deployment
     ]
     owned.sort(key=_revision, reverse=True)
+    record = next(
+        (w for w in items_of(workloads.data, "workloads") if w.get("kind") == "Deployment" and w.get("name") == deployment), {}
+    )
+    if record.get("paused") and owned:
+        pending = await _paused_template(read, namespace, deployment, owned[0])
+        if pending is not None:
+            return pending
     if len(owned) < 2 or _revision(owned[0]) == 0:
         return None
     cur, prev = owned[0], owned[1]
@@ -172,6 +179,26 @@ async def rollout_changes(read: Read, namespace: str, deployment: str, workloads
     if not changes:
         return None
     return RolloutChange(str(cur.get("name")), str(prev.get("name")), str(_revision(cur)), str(_revision(prev)), tuple(changes), got[0])
+
+
+async def _paused_template(read: Read, namespace: str, deployment: str, newest: Mapping[str, Any]) -> RolloutChange | None:
+    """A paused Deployment whose template was edited after the pause: the change waits, no
+    ReplicaSet has it. The diff is between the Deployment's template and its newest ReplicaSet's."""
+    got = await asyncio.gather(
+        read("get_resource", {"kind": "Deployment", "name": deployment, "namespace": namespace}),
+        read("get_resource", {"kind": "ReplicaSet", "name": str(newest.get("name")), "namespace": namespace}),
+    )
+    if not all(r.ok and isinstance(r.data, Mapping) for r in got):
+        return None
+    want = ((got[0].data.get("spec") or {}).get("template")) or {}
+    have = ((got[1].data.get("spec") or {}).get("template")) or {}
+    changes = template_diff(have, want)
+    if not changes:
+        return None
+    return RolloutChange(
+        deployment, str(newest.get("name")), "pending (paused)", str(_revision(newest)), tuple(changes), got[0],
+        kind="Deployment template",
+    )
 
 
 def _owner_name(owner: Any) -> str:

@@ -46,6 +46,6 @@ async def run(ctx: FollowUpContext, obs: WorkloadObservation, pod: PodView | Non
             text = str(value)
             if host in text or (short != host and f"{short}." in text and host.split(".", 1)[1] in text):
                 obs.variables.update({"config_source": f"ConfigMap/{obs.namespace}/{name}", "config_key": str(key)})
-                obs.derive("dns", f"The host comes from key {key} of ConfigMap {name}: {clip(text, 160)}")
+                obs.derive("dns_config", f"The host comes from key {key} of ConfigMap {name}: {clip(text, 160)}")
                 obs.cites.append((r, f"ConfigMap {name}: key {key} names {host}", [f"{key}: {clip(text, 160)}"]))
                 return

@@ -25,6 +25,16 @@ async def run(ctx: FollowUpContext, obs: WorkloadObservation, facts: Any) -> Non
         obs.derive("dns", dns[-1].line)
         if dns[-1].host:
             obs.variables.setdefault("dns_host", dns[-1].host)
+        pod, _c = obs.representative()
+        if pod is not None and pod.host_network and pod.dns_policy in ("", "ClusterFirst"):
+            # hostNetwork pods with dnsPolicy ClusterFirst fall back to the node's resolv.conf:
+            # cluster names (svc.cluster.local) do not resolve there.
+            obs.derive(
+                "dns_config",
+                f"Its pods run with hostNetwork: true and dnsPolicy {pod.dns_policy or 'ClusterFirst'}, so they resolve "
+                "through the node's own resolv.conf, where cluster Service names do not exist; hostNetwork pods need "
+                "dnsPolicy: ClusterFirstWithHostNet.",
+            )
     targets = network_targets(lines, obs.namespace, ctx.got.services, ctx.got.pods)  # type: ignore[arg-type]
     targets = [t for t in targets if not (t.kind == "Service" and t.name == obs.name)]
     if not targets:
