@@ -192,3 +192,34 @@ async def test_a_paused_deployment_shows_the_template_change_that_waits() -> Non
     change = await rollout_changes(lambda t, a: tools.call(t, a), "ship", "printer", listing)
     assert change is not None and change.kind == "Deployment template"
     assert [c.text() for c in change.changes] == ["container api image: printer:2.7.3 → printer:2.8.0"]
+
+
+async def test_a_service_whose_named_target_port_the_ready_pods_do_not_declare() -> None:
+    from sleuth_agent.rca.followups.services import service_findings, unserved_target_port
+
+    web = PodView.parse({"metadata": {"name": "wiki-1", "namespace": "docs", "labels": {"app": "wiki"}},
+                         "status": {"phase": "Running", "containerStatuses": [{"name": "wiki", "ready": True, "state": {"running": {}}}]}})
+    svc = {"name": "wiki", "selector": {"app": "wiki"}, "ports": [{"port": 80, "target_port": "wiki-http"}], "endpoints": {"ready": [], "not_ready": []}}
+    got = Collected(pods={"docs": [web]}, services={"docs": [svc]})
+    tools = rca_fakes.FakeTools({("get_pod", "wiki-1"): {"name": "wiki-1", "containers": [{"name": "wiki", "ports": [{"name": "http", "container_port": 3000}]}]}})
+    f, log = rca_fakes.follow(tools, got)
+    await unserved_target_port(f.ctx, "docs", svc)
+    [obs] = service_findings(got, ["docs"], {("docs", "wiki")}, log)
+    assert (obs.variables["service_target_port"], obs.variables["container_port"]) == ("wiki-http", "3000")
+    # a Service with ready endpoints is left alone
+    got2 = Collected(pods={"docs": [web]}, services={"docs": [{**svc, "endpoints": {"ready": ["10.0.0.1"]}}]})
+    f2, _ = rca_fakes.follow(tools, got2)
+    await unserved_target_port(f2.ctx, "docs", got2.services["docs"][0])
+    assert not got2.service_notes
+
+
+async def test_a_host_name_in_the_question_resolves_through_the_ingress_that_routes_it() -> None:
+    from sleuth_agent.rca._plan import parse_question
+    from sleuth_agent.rca._targets import _ingress_services
+
+    terms = parse_question("wiki.lab.example.org is down since this morning, the wiki pods look fine")
+    assert terms.hosts == ("wiki.lab.example.org",) and "wiki.lab.example.org" not in terms.names
+    tools = rca_fakes.FakeTools({("list_resources", "docs"): {"items": [
+        {"name": "wiki", "routes": [{"host": "wiki.lab.example.org", "path": "/", "service": "wiki-js", "port": 80}]},
+        {"name": "other", "routes": [{"host": "grafana.lab.example.org", "service": "grafana"}]}]}})
+    assert await _ingress_services(tools, rca_fakes.follow(tools)[1], ["docs"], terms.hosts, 5.0) == {("docs", "wiki-js")}

@@ -19,6 +19,7 @@ from sleuth_agent.rca._symptoms import asserted_symptoms, request_level
 from sleuth_agent.rca._targets import (
     _claim_owners,
     _hpa_targets,
+    _ingress_services,
     _named_nodes,
     _node_support,
     _node_targets,
@@ -33,6 +34,7 @@ from sleuth_agent.rca.engine.locate import locate
 from sleuth_agent.rca.engine.match import _variables
 from sleuth_agent.rca.engine.rank import Finding, rank_matches
 from sleuth_agent.rca.followups import FollowUps, controllers, service_findings
+from sleuth_agent.rca.followups import services as services_followup
 from sleuth_agent.settings import AgentSettings
 from sleuth_common.scope import Scope
 
@@ -134,6 +136,13 @@ async def analyse_cluster(
         for word, owners in (await _claim_owners(tools, log, got, targets, unmatched, terms, timeout)).items():
             matched.update(owners)
             unmatched.remove(word)
+    if terms.hosts and (unmatched or ambiguous or not matched):
+        # A host name in the question: the Ingress that routes it names the Service behind it.
+        routed = await _ingress_services(tools, log, targets, terms.hosts, timeout)
+        if routed:
+            matched.update(routed)
+            ambiguous = [w for w in ambiguous if not any(w in name for _ns, name in routed)]
+            unmatched = [w for w in unmatched if not any(w in name for _ns, name in routed)]
     if unmatched and alert is not None:
         # A HorizontalPodAutoscaler stands for the workload it scales.
         for word, owner in (await _hpa_targets(tools, log, targets, unmatched, timeout)).items():
@@ -218,6 +227,10 @@ async def analyse_cluster(
                 wanted.add((ns, name))
     # A Service reached only through a caller's failing connections (by ClusterIP) is not a finding
     # of its own: the caller's chain ends there (families/dependency_unreachable.py).
+    await asyncio.gather(*(
+        services_followup.unserved_target_port(follow.ctx, ns, svc)
+        for ns in targets for svc in got.services.get(ns, []) if (ns, str(svc.get("name"))) in wanted
+    ))
     svc_obs = service_findings(got, targets, wanted, log)
 
     for o in examine:  # a Deployment whose rollout timed out says so, whatever the question asked

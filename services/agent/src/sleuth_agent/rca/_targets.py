@@ -249,3 +249,25 @@ async def _node_pressure(
     telling = [e for e in events if e.reason in ("EvictionThresholdMet", "Evicted", "FreeDiskSpaceFailed", "ImageGCFailed")]
     if r.ok and telling:
         obs.cites.append((r, f"events of node {node}", [f"{e.reason}: {e.message}"[:160] for e in telling[:3]]))
+
+
+async def _ingress_services(
+    tools: Toolbox, log: EvidenceLog, namespaces: list[str], hosts: tuple[str, ...], limit: float
+) -> set[tuple[str, str]]:
+    """(namespace, Service) pairs the Ingresses route the question's host names to."""
+    if not tools.has_tool("list_resources"):
+        return set()
+    from sleuth_agent.rca._collect import _call
+
+    listed = await asyncio.gather(
+        *(_call(tools, log, "list_resources", {"kind": "ingresses", "namespace": ns}, limit) for ns in namespaces)
+    )
+    out: set[tuple[str, str]] = set()
+    for ns, r in zip(namespaces, listed, strict=True):
+        if not r.ok:
+            continue
+        for ing in items_of(r.data, "items"):
+            for route in ing.get("routes") or []:
+                if isinstance(route, dict) and route.get("service") and str(route.get("host") or "").lower() in hosts:
+                    out.add((ns, str(route["service"])))
+    return out

@@ -13,7 +13,7 @@ from sleuth_agent.rca._observe import WorkloadObservation, clip
 from sleuth_agent.rca.followups._context import FollowUpContext
 from sleuth_agent.rca.followups._shared import label_selects, parse_selector
 
-__all__ = ["service_findings", "service_ports"]
+__all__ = ["service_findings", "service_ports", "unserved_target_port"]
 
 
 def _container_ports(pod: Any) -> list[tuple[str, str, str]]:
@@ -163,3 +163,51 @@ def service_findings(
                 obs.cites.append((r, f"Service {name}: selector {sel_text}, 0 ready endpoints", [f"selector {sel_text}", "endpoints: none"]))
             out.append(obs)
     return out
+
+
+async def unserved_target_port(ctx: FollowUpContext, namespace: str, svc: dict[str, Any]) -> None:
+    """A Service the question is about whose pods are Ready but that has no ready endpoints: its
+    ``targetPort`` (a name, or a number) is not a port the pods declare, so the endpoints controller
+    has nothing to route to. Kept for the Service (``Collected.service_notes``)."""
+    name = str(svc.get("name") or "")
+    sel = parse_selector(svc.get("selector"))
+    if not name or sel is None or sel.is_empty or (namespace, name) in ctx.got.service_notes:
+        return
+    eps = svc.get("endpoints") if isinstance(svc.get("endpoints"), dict) else None
+    if eps is None or eps.get("ready"):
+        return
+    selected = [q for q in ctx.got.pods.get(namespace, []) if label_selects(sel, dict(q.labels))]
+    if not selected or not all(q.healthy for q in selected):
+        return
+    r = await ctx.read("get_pod", {"namespace": namespace, "name": sorted(q.name for q in selected)[0]})
+    if not r.ok or not isinstance(r.data, dict):
+        return
+    declared = _container_ports(r.data.get("pod", r.data))
+    if not declared:
+        return
+    for port in [p for p in svc.get("ports") or [] if isinstance(p, dict)]:
+        target = str(port.get("target_port", port.get("targetPort", port.get("port"))))
+        served = any((pt == target) if target.isdigit() else (pn == target) for _c, pn, pt in declared)
+        if served:
+            continue
+        listen = ", ".join(f"{pt}" + (f" ({pn})" if pn else "") for _c, pn, pt in declared)
+        wl = selected[0].workload
+        kind = "named port" if not target.isdigit() else "port"
+        note = (
+            f"Service {name} sends port {port.get('port')} to targetPort {target}, but the pods it selects "
+            f"({wl[0]} {wl[1]}, all Ready) declare no {kind} {target} (they declare {listen}), so it has no ready "
+            "endpoints and every request through it fails."
+        )
+        pick = next((pt for _c, pn, pt in declared if pn), declared[0][2])
+        patch = json.dumps({"spec": {"ports": [{"port": port.get("port"), "targetPort": int(pick) if pick.isdigit() else pick}]}}, separators=(",", ":"))
+        variables = {
+            "service_target_port": target, "service_port": str(port.get("port")), "container_port": str(pick),
+            "service_patch": f"kubectl patch service {name} -n {namespace} -p '{patch}'", "client": f"{wl[0]} {wl[1]}",
+        }
+        listed = ctx.got.results.get(("list_services", namespace))
+        cites: list[tuple[Any, str, list[str]]] = []
+        if listed is not None:
+            cites.append((listed, f"Service {name}: port {port.get('port')} → targetPort {target}, 0 ready endpoints", [f"targetPort {target}", "endpoints: none ready"]))
+        cites.append((r, f"pod {selected[0].name}: containerPort {listen}", [f"containerPort {listen}"]))
+        ctx.got.service_notes.setdefault((namespace, name), []).append((note, variables, cites))
+        return
