@@ -223,3 +223,20 @@ async def test_a_host_name_in_the_question_resolves_through_the_ingress_that_rou
         {"name": "wiki", "routes": [{"host": "wiki.lab.example.org", "path": "/", "service": "wiki-js", "port": 80}]},
         {"name": "other", "routes": [{"host": "grafana.lab.example.org", "service": "grafana"}]}]}})
     assert await _ingress_services(tools, rca_fakes.follow(tools)[1], ["docs"], terms.hosts, 5.0) == {("docs", "wiki-js")}
+
+
+async def test_a_daemonset_mid_update_is_diffed_between_the_revisions_its_pods_carry() -> None:
+    from sleuth_agent.rca.followups.changes import pod_revision_changes
+
+    def pod(name: str, hash_: str, ready: bool) -> PodView:
+        return PodView.parse({"metadata": {"name": name, "namespace": "net", "labels": {"controller-revision-hash": hash_}},
+                              "status": {"phase": "Running", "containerStatuses": [{"name": "c", "ready": ready, "state": {"running": {}}}]}})
+
+    def rev(n: int, dns: str) -> dict:
+        return {"kind": "ControllerRevision", "revision": n, "data": {"spec": {"template": {"spec": {"dnsPolicy": dns, "containers": [{"name": "c"}]}}}}}
+
+    tools = rca_fakes.FakeTools({("get_resource", "flow-655c"): rev(3, "ClusterFirst"), ("get_resource", "flow-068d"): rev(2, "ClusterFirstWithHostNet")})
+    change = await pod_revision_changes(lambda t, a: tools.call(t, a), "net", [pod("flow-a", "655c", False), pod("flow-b", "068d", True)], "flow")
+    assert change is not None and [c.text() for c in change.changes] == ["dnsPolicy: ClusterFirstWithHostNet → ClusterFirst"]
+    # every pod on the new revision (no old one to compare with): nothing to diff without listing revisions
+    assert await pod_revision_changes(lambda t, a: tools.call(t, a), "net", [pod("flow-a", "655c", False)], "flow") is None

@@ -34,7 +34,7 @@ from sleuth_agent.rca.followups import (
 )
 from sleuth_agent.rca.followups._context import FollowUpContext
 from sleuth_agent.rca.followups._shared import LIVENESS_FAILED, cpu_double, label_selects, parse_selector
-from sleuth_agent.rca.followups.changes import revision_changes, rollout_changes
+from sleuth_agent.rca.followups.changes import pod_revision_changes, revision_changes, rollout_changes
 from sleuth_agent.rca.followups.probes import SlowStart, slow_start_kill
 from sleuth_agent.rca.followups.services import service_findings
 
@@ -112,8 +112,12 @@ class FollowUps:
             change = await rollout_changes(ctx.read, obs.namespace, obs.name, ctx.got.results.get(("list_workloads", obs.namespace)))
             if change is not None:
                 obs.rollout = change
-        if obs.kind == "StatefulSet" and not obs.quiet and obs.pods:
-            change = await revision_changes(ctx.read, obs.namespace, obs.name, ctx.got.results.get(("list_workloads", obs.namespace)))
+        if obs.kind in ("StatefulSet", "DaemonSet") and not obs.quiet and obs.pods:
+            change = None
+            if obs.kind == "StatefulSet":
+                change = await revision_changes(ctx.read, obs.namespace, obs.name, ctx.got.results.get(("list_workloads", obs.namespace)))
+            if change is None:
+                change = await pod_revision_changes(ctx.read, obs.namespace, obs.pods, obs.name)
             if change is not None:
                 obs.rollout = change
         if obs.quiet and container is not None and obs.kind in ("Deployment", "StatefulSet"):

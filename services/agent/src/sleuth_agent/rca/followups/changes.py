@@ -16,7 +16,9 @@ from typing import Any
 from sleuth_agent.rca._records import items_of
 from sleuth_common.mcp import ToolResult
 
-__all__ = ["RolloutChange", "TemplateChange", "explains", "revision_changes", "rollout_changes", "template_diff"]
+__all__ = [
+    "RolloutChange", "TemplateChange", "explains", "pod_revision_changes", "revision_changes", "rollout_changes", "template_diff",
+]
 
 Read = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
 
@@ -235,5 +237,35 @@ async def revision_changes(read: Read, namespace: str, name: str, workloads: Too
         return None
     return RolloutChange(
         upd, cur, str(got[0].data.get("revision") or "?"), str(got[1].data.get("revision") or "?"), tuple(changes), got[0],
+        kind="ControllerRevision",
+    )
+
+
+async def pod_revision_changes(read: Read, namespace: str, pods: list[Any], owner: str = "") -> RolloutChange | None:
+    """A DaemonSet (or StatefulSet) mid-update: its failing pods carry one ``controller-revision-hash``
+    label and its healthy ones another. The two ControllerRevisions are named after them; their
+    pod templates are diffed (two ``get_resource`` reads)."""
+    def revision(p: Any) -> str:
+        # a StatefulSet's pods carry the revision's name, a DaemonSet's only its hash (<owner>-<hash>)
+        label = str(dict(p.labels).get("controller-revision-hash") or "")
+        return f"{owner}-{label}" if label and owner and not label.startswith(owner + "-") else label
+
+    bad = sorted({revision(p) for p in pods if not p.healthy} - {""})
+    good = sorted({revision(p) for p in pods if p.healthy} - {""} - set(bad))
+    if len(bad) != 1 or len(good) != 1:
+        return None
+    got = await asyncio.gather(
+        read("get_resource", {"kind": "ControllerRevision", "name": bad[0], "namespace": namespace}),
+        read("get_resource", {"kind": "ControllerRevision", "name": good[0], "namespace": namespace}),
+    )
+    if not all(r.ok and isinstance(r.data, Mapping) for r in got):
+        return None
+    new_t = ((got[0].data.get("data") or {}).get("spec") or {}).get("template") or {}
+    old_t = ((got[1].data.get("data") or {}).get("spec") or {}).get("template") or {}
+    changes = template_diff(old_t, new_t)
+    if not changes:
+        return None
+    return RolloutChange(
+        bad[0], good[0], str(got[0].data.get("revision") or "?"), str(got[1].data.get("revision") or "?"), tuple(changes), got[0],
         kind="ControllerRevision",
     )
