@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 import pytest
 from hypothesis import given
@@ -130,5 +130,8 @@ def test_whole_suffixed_numbers_never_print_longer(n: int, suffix: str) -> None:
 def test_millicores_and_bytes_round_up(text: str) -> None:
     q = parse_quantity(text)
     millicores, whole = cpu_millicores(text), bytes_of(text)
-    assert abs(millicores) >= abs(q * 1000) and abs(millicores - q * 1000) < 1  # away from zero
-    assert abs(whole) >= abs(q) and abs(whole - q) < 1
+    with localcontext() as exact:  # compare exactly: the default 28 digits would round huge values
+        exact.prec = 400
+        milli = q * 1000
+        assert abs(millicores) >= abs(milli) and abs(millicores - milli) < 1  # away from zero
+        assert abs(whole) >= abs(q) and abs(whole - q) < 1
