@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from sleuth_agent.rca._cluster import ClusterOutcome
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._observe import WorkloadObservation
-from sleuth_agent.rca._records import PodView, items_of
+from sleuth_agent.rca._records import ContainerView, PodView, items_of
 from sleuth_agent.rca._symptoms import ongoing, request_level
 from sleuth_agent.rca.engine.blast import blast_radius
 from sleuth_agent.rca.engine.cite import _pod_state
@@ -65,37 +65,36 @@ def _actions(f: Finding) -> list[Action]:
 _RECENT_HISTORY_MIN = 180  # a recovered blip older than this does not explain a problem reported now
 
 
-def _sigkills(healthy: Sequence[WorkloadObservation]) -> list[str]:
-    """Containers whose last run ended with exit code 137 and reason ``Error`` (not OOMKilled)."""
-    out = []
-    for o in healthy:
+def _containers(observed: Sequence[WorkloadObservation]) -> Iterator[tuple[PodView, ContainerView]]:
+    for o in observed:
         for p in o.pods:
             for c in p.containers:
-                if c.last_exit_code == 137 and c.last_reason != "OOMKilled":
-                    when = f", last at {c.last_finished}" if c.last_finished else ""
-                    limit = f"; its memory limit is {c.memory_limit}" if c.memory_limit else ""
-                    out.append(
-                        f"container {c.name} of pod {p.name}: {c.restart_count} restart(s), last exit code 137 "
-                        f"reason {c.last_reason or 'unknown'}{when}{limit}"
-                    )
-    return out
+                yield p, c
+
+
+def _sigkills(healthy: Sequence[WorkloadObservation]) -> list[str]:
+    """Containers whose last run ended with exit code 137 and reason ``Error`` (not OOMKilled)."""
+    return [
+        f"container {c.name} of pod {p.name}: {c.restart_count} restart(s), last exit code 137 "
+        f"reason {c.last_reason or 'unknown'}"
+        + (f", last at {c.last_finished}" if c.last_finished else "")
+        + (f"; its memory limit is {c.memory_limit}" if c.memory_limit else "")
+        for p, c in _containers(healthy)
+        if c.last_exit_code == 137 and c.last_reason != "OOMKilled"
+    ]
 
 
 def _terminations(observed: Sequence[WorkloadObservation]) -> list[str]:
     """Past terminations of containers that run again now: what an abstention saw (exit code,
     reason, when, on which node), even when it cannot say why."""
-    out = []
-    for o in observed:
-        for p in o.pods:
-            for c in p.containers:
-                if c.restart_count and (c.last_exit_code is not None or c.last_reason):
-                    when = f" at {c.last_finished}" if c.last_finished else ""
-                    on = f" on node {p.node}" if p.node else ""
-                    out.append(
-                        f"container {c.name} of pod {p.name} restarted {c.restart_count} time(s), last exit code "
-                        f"{c.last_exit_code if c.last_exit_code is not None else '?'} (reason {c.last_reason or 'unknown'}){when}{on}"
-                    )
-    return out
+    return [
+        f"container {c.name} of pod {p.name} restarted {c.restart_count} time(s), last exit code "
+        f"{c.last_exit_code if c.last_exit_code is not None else '?'} (reason {c.last_reason or 'unknown'})"
+        + (f" at {c.last_finished}" if c.last_finished else "")
+        + (f" on node {p.node}" if p.node else "")
+        for p, c in _containers(observed)
+        if c.restart_count and (c.last_exit_code is not None or c.last_reason)
+    ]
 
 
 def _unexplained(

@@ -10,6 +10,7 @@ plus its signatures, and a typo fails at import, not in an answer.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -152,8 +153,6 @@ FOLLOWUP_VARIABLES = frozenset({
 
 def template_gaps(templates: dict[str, tuple[str, ...]], extracted: dict[str, set[str]]) -> dict[str, list[str]]:
     """Per signature (key), the template variables nothing produces."""
-    import re
-
     gaps: dict[str, list[str]] = {}
     for key, texts in templates.items():
         used = {v for t in texts for v in re.findall(r"(?<!\{)\{([a-z_]+)\}(?!\})", t)}

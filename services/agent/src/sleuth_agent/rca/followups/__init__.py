@@ -18,6 +18,7 @@ import re
 from sleuth_agent.rca._collect import Collected, Toolbox
 from sleuth_agent.rca._evidence import EvidenceLog
 from sleuth_agent.rca._observe import WorkloadObservation
+from sleuth_agent.rca.engine.network import NetKind, classify_all
 from sleuth_agent.rca.followups import (
     config_hosts,
     env,
@@ -49,12 +50,13 @@ __all__ = [
     "slow_start_kill",
 ]
 
+# A cheap, deliberately broad gate for reading the NetworkPolicies (one list call); what the
+# failures are is the taxonomy's (engine/network.py) to say.
 _NET_ERROR = re.compile(
     r"timed out|timeout|no servers could be reached|connection refused|ECONNREFUSED|Couldn't connect|"
     r"Failed to connect|no route to host|no such host|could not resolve|name resolution",
     re.IGNORECASE,
 )
-_REFUSED = re.compile(r"connection refused|ECONNREFUSED", re.IGNORECASE)
 _QUOTA = re.compile(
     r"exceeded quota|failed quota|must specify (limits|requests)|(?:maximum|minimum) \S+ usage per (?:Container|Pod)|"
     r"limit to request ratio per",
@@ -100,8 +102,9 @@ class FollowUps:
                 probes.probe_recovered(obs, pod, container, facts.event_message)
         if any(_NET_ERROR.search(line) for line in facts.log):
             await netpol.run(ctx, obs, pod, facts.log)
-        if any(_REFUSED.search(line) for line in facts.log):
-            await services.service_ports(ctx, obs, [ln for ln in facts.log if _REFUSED.search(ln)])
+        refused = [f.line for f in classify_all(facts.log) if f.kind == NetKind.REFUSED]
+        if refused:
+            await services.service_ports(ctx, obs, refused)
         if container is not None:
             await env.run(ctx, obs, container)
         await net_targets.run(ctx, obs, facts)

@@ -150,6 +150,31 @@ def _revision(record: Mapping[str, Any]) -> int:
         return 0
 
 
+async def _read_and_diff(read: Read, namespace: str, kind: str, new: str, old: str, old_kind: str = "") -> tuple[ToolResult, Mapping[str, Any], tuple[TemplateChange, ...]] | None:
+    """Read two objects (``old_kind`` defaults to ``kind``) and diff their pod templates:
+    (the new object's result, the old object, the changes), or None when a read failed or nothing
+    differs."""
+    got = await asyncio.gather(
+        read("get_resource", {"kind": kind, "name": new, "namespace": namespace}),
+        read("get_resource", {"kind": old_kind or kind, "name": old, "namespace": namespace}),
+    )
+    if not all(r.ok and isinstance(r.data, Mapping) for r in got):
+        return None
+    changes = template_diff(_pod_template(got[1].data), _pod_template(got[0].data))
+    return (got[0], got[1].data, tuple(changes)) if changes else None
+
+
+def _pod_template(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``spec.template`` (Deployment, ReplicaSet), or ``data.spec.template`` (ControllerRevision)."""
+    if obj.get("kind") == "ControllerRevision" or ("data" in obj and "spec" not in obj):
+        return ((obj.get("data") or {}).get("spec") or {}).get("template") or {}
+    return ((obj.get("spec") or {}).get("template")) or {}
+
+
+def _number(obj: Mapping[str, Any]) -> str:
+    return str(obj.get("revision") or "?")
+
+
 async def rollout_changes(read: Read, namespace: str, deployment: str, workloads: ToolResult | None) -> RolloutChange | None:
     """The diff between the two newest ReplicaSets of ``deployment`` (two ``get_resource`` reads)."""
     if workloads is None or not workloads.ok:
@@ -163,44 +188,21 @@ async def rollout_changes(read: Read, namespace: str, deployment: str, workloads
         (w for w in items_of(workloads.data, "workloads") if w.get("kind") == "Deployment" and w.get("name") == deployment), {}
     )
     if record.get("paused") and owned:
-        pending = await _paused_template(read, namespace, deployment, owned[0])
+        # A template edited after the pause waits: no ReplicaSet has it yet.
+        newest = str(owned[0].get("name"))
+        pending = await _read_and_diff(read, namespace, "Deployment", deployment, newest, old_kind="ReplicaSet")
         if pending is not None:
-            return pending
+            result, _old, changes = pending
+            return RolloutChange(deployment, newest, "pending (paused)", str(_revision(owned[0])), changes, result,
+                                 kind="Deployment template")
     if len(owned) < 2 or _revision(owned[0]) == 0:
         return None
     cur, prev = owned[0], owned[1]
-    got = await asyncio.gather(
-        read("get_resource", {"kind": "ReplicaSet", "name": str(cur.get("name")), "namespace": namespace}),
-        read("get_resource", {"kind": "ReplicaSet", "name": str(prev.get("name")), "namespace": namespace}),
-    )
-    if not all(r.ok and isinstance(r.data, Mapping) for r in got):
+    found = await _read_and_diff(read, namespace, "ReplicaSet", str(cur.get("name")), str(prev.get("name")))
+    if found is None:
         return None
-    new_t = ((got[0].data.get("spec") or {}).get("template")) or {}
-    old_t = ((got[1].data.get("spec") or {}).get("template")) or {}
-    changes = template_diff(old_t, new_t)
-    if not changes:
-        return None
-    return RolloutChange(str(cur.get("name")), str(prev.get("name")), str(_revision(cur)), str(_revision(prev)), tuple(changes), got[0])
-
-
-async def _paused_template(read: Read, namespace: str, deployment: str, newest: Mapping[str, Any]) -> RolloutChange | None:
-    """A paused Deployment whose template was edited after the pause: the change waits, no
-    ReplicaSet has it. The diff is between the Deployment's template and its newest ReplicaSet's."""
-    got = await asyncio.gather(
-        read("get_resource", {"kind": "Deployment", "name": deployment, "namespace": namespace}),
-        read("get_resource", {"kind": "ReplicaSet", "name": str(newest.get("name")), "namespace": namespace}),
-    )
-    if not all(r.ok and isinstance(r.data, Mapping) for r in got):
-        return None
-    want = ((got[0].data.get("spec") or {}).get("template")) or {}
-    have = ((got[1].data.get("spec") or {}).get("template")) or {}
-    changes = template_diff(have, want)
-    if not changes:
-        return None
-    return RolloutChange(
-        deployment, str(newest.get("name")), "pending (paused)", str(_revision(newest)), tuple(changes), got[0],
-        kind="Deployment template",
-    )
+    result, _old, changes = found
+    return RolloutChange(str(cur.get("name")), str(prev.get("name")), str(_revision(cur)), str(_revision(prev)), changes, result)
 
 
 def _owner_name(owner: Any) -> str:
@@ -209,6 +211,14 @@ def _owner_name(owner: Any) -> str:
     if isinstance(owner, str):
         return owner.rpartition("/")[2]
     return ""
+
+
+async def _revisions(read: Read, namespace: str, new: str, old: str) -> RolloutChange | None:
+    found = await _read_and_diff(read, namespace, "ControllerRevision", new, old)
+    if found is None:
+        return None
+    result, previous, changes = found
+    return RolloutChange(new, old, _number(result.data), _number(previous), changes, result, kind="ControllerRevision")
 
 
 async def revision_changes(read: Read, namespace: str, name: str, workloads: ToolResult | None) -> RolloutChange | None:
@@ -224,21 +234,7 @@ async def revision_changes(read: Read, namespace: str, name: str, workloads: Too
     cur, upd = str(sts.get("current_revision") or ""), str(sts.get("update_revision") or "")
     if not cur or not upd or cur == upd:
         return None
-    got = await asyncio.gather(
-        read("get_resource", {"kind": "ControllerRevision", "name": upd, "namespace": namespace}),
-        read("get_resource", {"kind": "ControllerRevision", "name": cur, "namespace": namespace}),
-    )
-    if not all(r.ok and isinstance(r.data, Mapping) for r in got):
-        return None
-    new_t = ((got[0].data.get("data") or {}).get("spec") or {}).get("template") or {}
-    old_t = ((got[1].data.get("data") or {}).get("spec") or {}).get("template") or {}
-    changes = template_diff(old_t, new_t)
-    if not changes:
-        return None
-    return RolloutChange(
-        upd, cur, str(got[0].data.get("revision") or "?"), str(got[1].data.get("revision") or "?"), tuple(changes), got[0],
-        kind="ControllerRevision",
-    )
+    return await _revisions(read, namespace, upd, cur)
 
 
 async def pod_revision_changes(read: Read, namespace: str, pods: list[Any], owner: str = "") -> RolloutChange | None:
@@ -254,18 +250,4 @@ async def pod_revision_changes(read: Read, namespace: str, pods: list[Any], owne
     good = sorted({revision(p) for p in pods if p.healthy} - {""} - set(bad))
     if len(bad) != 1 or len(good) != 1:
         return None
-    got = await asyncio.gather(
-        read("get_resource", {"kind": "ControllerRevision", "name": bad[0], "namespace": namespace}),
-        read("get_resource", {"kind": "ControllerRevision", "name": good[0], "namespace": namespace}),
-    )
-    if not all(r.ok and isinstance(r.data, Mapping) for r in got):
-        return None
-    new_t = ((got[0].data.get("data") or {}).get("spec") or {}).get("template") or {}
-    old_t = ((got[1].data.get("data") or {}).get("spec") or {}).get("template") or {}
-    changes = template_diff(old_t, new_t)
-    if not changes:
-        return None
-    return RolloutChange(
-        bad[0], good[0], str(got[0].data.get("revision") or "?"), str(got[1].data.get("revision") or "?"), tuple(changes), got[0],
-        kind="ControllerRevision",
-    )
+    return await _revisions(read, namespace, bad[0], good[0])
