@@ -66,6 +66,17 @@ def test_in_cluster_reads_the_rotating_token(tmp_path, monkeypatch):
     assert access.default_token() == "t2"
 
 
+def test_service_account_dir_setting_points_in_cluster_access_at_a_projected_token(tmp_path, monkeypatch):
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    (tmp_path / "token").write_text("projected")
+    cfg = tmp_path / "sleuth.yaml"
+    cfg.write_text(f"kube_mcp:\n  service_account_dir: {tmp_path}\n")
+    k = load_settings(Settings, cfg).kube_mcp
+    access = load_access(k.kubeconfig, k.context, k.service_account_dir)
+    assert access.default_token() == "projected" and access.source == "in-cluster service account"
+    assert Settings().kube_mcp.service_account_dir == "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
 def test_settings_from_yaml(tmp_path):
     cfg = tmp_path / "sleuth.yaml"
     cfg.write_text("kube_mcp:\n  port: 9999\n  accept_caller_token: true\n  cluster_name: prod-1\nother: 1\n")

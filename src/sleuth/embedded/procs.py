@@ -134,14 +134,18 @@ class NatsServer(ManagedProcess):
     With it (an ``authorization { users = [...] }`` block, see ``sleuth.embedded.access``) the
     server runs from a config file written beside ``data_dir`` (``<data_dir>.conf``, mode 0600):
     listen address, JetStream store and the users.
+
+    ``monitor_port``: serve the HTTP monitoring endpoints (``/jsz``, ``/healthz`` …) on that port
+    of ``host`` (what KEDA's nats-jetstream scaler reads); None = off.
     """
 
     def __init__(self, data_dir: Path, *, port: int = 0, host: str = "127.0.0.1", log_path: Path | None = None,
-                 authorization: str | None = None):
+                 authorization: str | None = None, monitor_port: int | None = None):
         self.host = host
         self.port = port or free_port(host)
         self.data_dir = data_dir
         self.authorization = authorization
+        self.monitor_port = monitor_port
         self.config_path: Path | None = None
         data_dir.mkdir(parents=True, exist_ok=True)
         if authorization is None:
@@ -149,7 +153,15 @@ class NatsServer(ManagedProcess):
         else:
             self.config_path = data_dir.with_name(data_dir.name + ".conf")
             argv = [_bin("nats-server"), "-c", str(self.config_path)]
+        if monitor_port is not None:
+            argv += ["-m", str(monitor_port)]
         super().__init__("nats-server", argv, log_path=log_path)
+
+    @property
+    def monitor_url(self) -> str:
+        """Base URL of the monitoring endpoints (``monitor_port`` must be set)."""
+        assert self.monitor_port is not None, "started without monitor_port"
+        return f"http://{self.host}:{self.monitor_port}"
 
     def config_text(self) -> str:
         """The config file of an authenticated server."""
@@ -171,6 +183,8 @@ class NatsServer(ManagedProcess):
         super().start()
         assert self.proc is not None
         wait_for_port(self.host, self.port, 15, self.proc)
+        if self.monitor_port is not None:
+            wait_for_port(self.host, self.monitor_port, 15, self.proc)
         return self
 
 

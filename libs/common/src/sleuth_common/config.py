@@ -21,6 +21,7 @@ __all__ = [
     "AuthzSettings",
     "ClusterSettings",
     "IdentitySettings",
+    "JetStreamSettings",
     "LoggingSettings",
     "McpServerSettings",
     "NatsSettings",
@@ -100,6 +101,12 @@ class RedisSettings(_Group):
         """The password of ``username`` from ``password_env``, or None when unset or empty."""
         value = os.environ.get(self.password_env, "") if self.password_env else ""
         return SecretStr(value) if value else None
+
+
+class JetStreamSettings(_Group):
+    replicas: int = Field(default=1, ge=1, le=5)
+    """Replicas of the streams the services create at start (JOBS, CHAT, ALERTS): 1 for a single
+    nats-server, 3 for a clustered one (a stream that already exists is left as it is)."""
 
 
 class LoggingSettings(_Group):
@@ -251,6 +258,7 @@ class ServiceSettings(BaseSettings):
     """Subject prefix on the bus."""
     nats: NatsSettings = Field(default_factory=NatsSettings)
     redis: RedisSettings = Field(default_factory=RedisSettings)
+    jetstream: JetStreamSettings = Field(default_factory=JetStreamSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     clusters: list[ClusterSettings] = Field(default_factory=list)
     authz: AuthzSettings = Field(default_factory=AuthzSettings)

@@ -42,9 +42,9 @@ def stream_specs(subjects: Subjects) -> dict[str, StreamSpec]:
     }
 
 
-async def ensure_streams(js: JetStreamContext, subjects: Subjects, *which: str) -> None:
-    """Create the named streams (``"jobs"``, ``"chat"``, ``"alerts"``) if absent. Safe to call
-    from several processes at once."""
+async def ensure_streams(js: JetStreamContext, subjects: Subjects, *which: str, replicas: int = 1) -> None:
+    """Create the named streams (``"jobs"``, ``"chat"``, ``"alerts"``) if absent, with ``replicas``
+    copies (config ``jetstream.replicas``). Safe to call from several processes at once."""
     specs = stream_specs(subjects)
     for key in which:
         spec = specs[key]
@@ -60,6 +60,7 @@ async def ensure_streams(js: JetStreamContext, subjects: Subjects, *which: str) 
                 retention=RetentionPolicy.WORK_QUEUE,
                 storage=StorageType.FILE,
                 duplicate_window=spec.duplicate_window,
+                num_replicas=replicas,
             )
             log.info("created JetStream stream %s", spec.name)
         except BadRequestError as exc:

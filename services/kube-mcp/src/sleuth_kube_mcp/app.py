@@ -63,7 +63,7 @@ def identity_gate(settings: Settings) -> IdentityGate:
 def create_mcp_server(settings: Settings, access: ClusterAccess | None = None) -> tuple[MCPServer, Metrics]:
     """The MCP server with the tools and the /healthz and /metrics routes (no transport yet)."""
     k = settings.kube_mcp
-    access = access or load_access(k.kubeconfig, k.context)
+    access = access or load_access(k.kubeconfig, k.context, k.service_account_dir)
     gate = identity_gate(settings)
     metrics = Metrics()
     client = KubeClient(access, timeout=k.request_timeout, on_response=metrics.count_response)

@@ -18,6 +18,10 @@ class KubeMcpSettings(BaseModel):
     """Port for ``/mcp``, ``/healthz`` and ``/metrics``."""
     kubeconfig: str = ""
     """Kubeconfig file to read the cluster with; empty = in-cluster service account."""
+    service_account_dir: str = "/var/run/secrets/kubernetes.io/serviceaccount"
+    """Directory holding ``token`` and ``ca.crt`` for in-cluster access (no ``kubeconfig``): the
+    automounted service account, or a projected token volume mounted elsewhere (the Helm chart
+    mounts one at ``/var/run/secrets/sleuth/kube`` and turns automounting off)."""
     context: str = ""
     """Kubeconfig context; empty = the file's current-context."""
     cluster_name: str = ""

@@ -140,8 +140,9 @@ def in_cluster(sa_dir: Path = SA_DIR) -> ClusterAccess:
     )
 
 
-def load_access(kubeconfig: str = "", context: str = "") -> ClusterAccess:
-    """A kubeconfig context when ``kubeconfig`` is set, else the pod's service account."""
+def load_access(kubeconfig: str = "", context: str = "", sa_dir: str | Path = SA_DIR) -> ClusterAccess:
+    """A kubeconfig context when ``kubeconfig`` is set, else the pod's service account (token and
+    CA in ``sa_dir``)."""
     if kubeconfig:
         return from_kubeconfig(kubeconfig, context)
-    return in_cluster()
+    return in_cluster(Path(sa_dir))

@@ -1,0 +1,131 @@
+{{/*
+The services' config file (sleuth.yaml), the same shape `sleuth up` writes
+(src/sleuth/embedded/stack.py _write_config): one file for every service, each reads its
+sections. Listeners on 0.0.0.0; the identity keys, tokens and passwords are files and
+environment variables named here, never values.
+*/}}
+{{- define "sleuth.config" -}}
+{{- $fullname := include "sleuth.fullname" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- $kube := include "sleuth.kubeApiDir" . -}}
+{{- $id := "/etc/sleuth/identity" -}}
+{{- $gatewaySvc := include "sleuth.componentName" (dict "ctx" . "component" "gateway") -}}
+{{- $alertsSvc := include "sleuth.componentName" (dict "ctx" . "component" "alerts") -}}
+{{- $publicUrl := .Values.gateway.publicUrl -}}
+{{- if and (not $publicUrl) .Values.gateway.ingress.enabled .Values.gateway.ingress.host -}}
+{{- $publicUrl = printf "%s://%s" (ternary "https" "http" (ne .Values.gateway.ingress.tls.secretName "")) .Values.gateway.ingress.host -}}
+{{- end -}}
+prefix: {{ .Values.prefix | quote }}
+nats:
+  url: {{ include "sleuth.natsUrl" . | quote }}
+redis:
+  url: {{ include "sleuth.redisUrl" . | quote }}
+jetstream:
+  replicas: {{ .Values.jetstream.replicas }}
+logging:
+  level: {{ .Values.logging.level | quote }}
+  json_format: {{ .Values.logging.json }}
+clusters:
+  - name: {{ .Values.cluster.name | quote }}
+    aliases: {{ .Values.cluster.aliases | toJson }}
+    api_server: https://kubernetes.default.svc:443
+    ca_file: {{ $kube }}/ca.crt
+    authz_token_file: {{ $kube }}/token
+    mcp_servers:
+      # Sleuth's kube-mcp reads as the asker: the agent signs who that is.
+      - name: kube
+        url: {{ printf "http://%s:8181/mcp" (include "sleuth.componentName" (dict "ctx" . "component" "kube-mcp")) | quote }}
+        identity: true
+  {{- range .Values.extraClusters }}
+  - name: {{ .name | quote }}
+    aliases: {{ .aliases | default list | toJson }}
+    api_server: {{ .apiServer | quote }}
+    {{- if .caBundle }}
+    ca_file: {{ printf "/etc/sleuth/clusters/%s.crt" .name | quote }}
+    {{- end }}
+    {{- if .authzTokenSecret }}
+    authz_token_env: {{ include "sleuth.clusterTokenEnv" . | quote }}
+    {{- end }}
+    mcp_servers: {{ .mcpServers | default list | toJson }}
+  {{- end }}
+identity:
+  verify_key_files: [{{ $id }}/agent.pub]
+  job_issuers:
+    sleuth-authz: [{{ $id }}/authz.pub]
+    sleuth-alerts: [{{ $id }}/alerts.pub]
+gateway:
+  host: 0.0.0.0
+  port: 8080
+  {{- with $publicUrl }}
+  public_url: {{ . | quote }}
+  {{- end }}
+  allowed_hosts:
+    {{- range list $gatewaySvc (printf "%s.%s" $gatewaySvc $ns) (printf "%s.%s.svc" $gatewaySvc $ns) (printf "%s.%s.svc.cluster.local" $gatewaySvc $ns) }}
+    - {{ . | quote }}
+    {{- end }}
+    {{- range .Values.gateway.allowedHosts }}
+    - {{ . | quote }}
+    {{- end }}
+  trusted_proxies: {{ .Values.gateway.trustedProxies | toJson }}
+  # Sleuth's own service accounts may not use chat or the API.
+  refused_identities:
+    {{- range list "gateway" "authz-cache" "agent" "alerts" "kube-mcp" }}
+    - {{ printf "system:serviceaccount:%s:%s-%s" $ns $fullname . | quote }}
+    {{- end }}
+authz_cache:
+  host: 0.0.0.0
+  metrics_port: 9101
+agent:
+  host: 0.0.0.0
+  metrics_port: 9102
+  {{- if or .Values.llm.existingSecret .Values.llm.baseUrl }}
+  llm:
+    provider: {{ .Values.llm.provider | quote }}
+    base_url: {{ .Values.llm.baseUrl | quote }}
+    model: {{ .Values.llm.model | quote }}
+    api_key_env: SLEUTH_LLM_API_KEY
+  {{- end }}
+alerts:
+  host: 0.0.0.0
+  port: 8090
+  allowed_hosts:
+    {{- range list $alertsSvc (printf "%s.%s" $alertsSvc $ns) (printf "%s.%s.svc" $alertsSvc $ns) (printf "%s.%s.svc.cluster.local" $alertsSvc $ns) }}
+    - {{ . | quote }}
+    {{- end }}
+    {{- if and .Values.alerts.ingress.enabled .Values.alerts.ingress.host }}
+    - {{ .Values.alerts.ingress.host | quote }}
+    {{- end }}
+    {{- range .Values.alerts.allowedHosts }}
+    - {{ . | quote }}
+    {{- end }}
+  routes:{{ if not .Values.alerts.routes }} []{{ end }}
+    {{- range .Values.alerts.routes }}
+    - name: {{ .name | quote }}
+      channel: {{ .channel | quote }}
+      token_env: {{ include "sleuth.routeTokenEnv" . | quote }}
+      {{- with .runAs }}
+      run_as:
+        user: {{ .user | quote }}
+        groups: {{ .groups | default list | toJson }}
+      {{- end }}
+    {{- end }}
+kube_mcp:
+  host: 0.0.0.0
+  port: 8181
+  kubeconfig: ""
+  service_account_dir: {{ $kube }}
+  cluster_name: {{ .Values.cluster.name | quote }}
+  accept_caller_token: {{ .Values.kubeMcp.readWithCallerToken }}
+  require_identity: true
+{{- end }}
+
+{{/* The rendered config with values.config merged over it, checked for secrets, as YAML. */}}
+{{- define "sleuth.configYaml" -}}
+{{- $cfg := include "sleuth.config" . | fromYaml -}}
+{{- if hasKey $cfg "Error" -}}
+{{- fail (printf "internal: the rendered config is not YAML: %s" $cfg.Error) -}}
+{{- end -}}
+{{- include "sleuth.deepMerge" (dict "dst" $cfg "src" (.Values.config | default dict)) -}}
+{{- include "sleuth.noSecrets" (dict "path" "config" "value" $cfg) -}}
+{{- toYaml $cfg -}}
+{{- end }}

@@ -1,0 +1,1 @@
+"""Deployment artefacts: the Helm chart (helm/sleuth)."""

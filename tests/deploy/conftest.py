@@ -1,0 +1,99 @@
+"""Chart fixtures: the value profiles every chart test renders, rendered once per session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.deploy.chart import render_chart
+
+# Secret names and keys that look like the real thing: they must appear only as references.
+SECRET_NAMES = {
+    "identity": "prod-sleuth-identity-keys",
+    "llm": "prod-llm-credentials",
+    "alerts": "prod-alertmanager-route-tokens",
+    "auth": "prod-bus-passwords",
+    "cluster": "prod-2-authz-reviewer-token",
+}
+
+PROFILES: dict[str, dict[str, Any]] = {
+    # What `helm install sleuth helm/sleuth` renders.
+    "defaults": {},
+    # NATS and Redis run elsewhere (no subcharts, no policies for them).
+    "external": {
+        "nats": {"enabled": False},
+        "redis": {"enabled": False},
+        "externalNats": {"url": "nats://nats.messaging.svc:4222"},
+        "externalRedis": {"url": "rediss://valkey.cache.svc:6380/2"},
+    },
+    # Agents scale on the JOBS consumer's lag (KEDA installed).
+    "keda": {"agent": {"autoscaling": {"keda": {"enabled": True}}}},
+    # No autoscaler (KEDA off, HPA off) and single replicas: fixed counts, no PodDisruptionBudgets.
+    "fixed": {
+        "agent": {"replicas": 1, "autoscaling": {"hpa": {"enabled": False}}},
+        "gateway": {"replicas": 1},
+        "authzCache": {"replicas": 1},
+        "alerts": {"replicas": 1},
+        "kubeMcp": {"replicas": 1},
+        "networkPolicy": {"enabled": False},
+    },
+    # Everything a production install turns on.
+    "everything": {
+        "cluster": {"name": "prod-1", "aliases": ["eu-west-1"]},
+        "identity": {"existingSecret": SECRET_NAMES["identity"]},
+        "llm": {"provider": "openai", "baseUrl": "https://llm.internal/v1", "model": "qwen2.5:14b",
+                "existingSecret": SECRET_NAMES["llm"], "existingSecretKey": "sk-live-key"},
+        "auth": {"existingSecret": SECRET_NAMES["auth"]},
+        "jetstream": {"replicas": 3},
+        "nats": {"config": {"cluster": {"enabled": True, "replicas": 3}}},
+        "gateway": {"ingress": {"enabled": True, "className": "nginx", "host": "sleuth.example.com",
+                                "tls": {"secretName": "sleuth-tls"}},
+                    "trustedProxies": ["10.0.0.0/8"]},
+        "alerts": {
+            "existingSecret": SECRET_NAMES["alerts"],
+            "routes": [
+                {"name": "team-a", "channel": "team-a-alerts", "tokenSecretKey": "route-team-a-token",
+                 "runAs": {"user": "alice", "groups": ["team-a"]}},
+                {"name": "platform", "channel": "platform-alerts", "tokenSecretKey": "route-platform-token",
+                 "tokenEnv": "PLATFORM_ALERTS_TOKEN"},
+            ],
+            "ingress": {"enabled": True, "host": "alerts.sleuth.example.com"},
+        },
+        "agent": {"autoscaling": {"keda": {"enabled": True, "minReplicas": 1, "maxReplicas": 20}}},
+        "authzCache": {"rbac": {"ipIndex": True}},
+        "kubeMcp": {"impersonate": {"groups": ["team-a", "team-b", "platform-admins"]}},
+        "extraClusters": [{
+            "name": "prod-2",
+            "aliases": ["us-east-1"],
+            "apiServer": "https://prod-2.example.internal:6443",
+            "caBundle": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+            "authzTokenSecret": {"name": SECRET_NAMES["cluster"], "key": "token"},
+            "mcpServers": [{"name": "kube", "url": "https://kube-mcp.prod-2.example.internal/mcp", "identity": True}],
+        }],
+        "networkPolicy": {
+            "gatewayFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}],
+            "alertsFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+            "metricsNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+        },
+        "config": {
+            "gateway": {"channels": [{"name": "team-a-alerts", "members": ["group:team-a"]}]},
+            "limits": {"daily_llm_calls": 50},
+            "logging": {"json_format": False},
+        },
+    },
+    # kube-mcp also reads with the caller's own token; no read-only ClusterRole of its own.
+    "caller-token": {"kubeMcp": {"readWithCallerToken": True}},
+}
+
+
+@pytest.fixture(scope="session")
+def rendered() -> dict[str, list[dict[str, Any]]]:
+    """Every profile's objects, rendered once."""
+    return {name: render_chart(values) for name, values in PROFILES.items()}
+
+
+@pytest.fixture(params=sorted(PROFILES))
+def profile(request: pytest.FixtureRequest, rendered: dict[str, list[dict[str, Any]]]) -> tuple[str, list[dict[str, Any]]]:
+    """(name, objects) of each profile in turn."""
+    return request.param, rendered[request.param]

@@ -1,0 +1,370 @@
+"""helm/sleuth with the real Helm engine (helm-python-sdk), offline: lint, render every value
+profile, validate every object against the Kubernetes 1.30 schemas, and check that the services
+accept the config the chart writes, that the schema refuses typos, and that the docs cover it.
+
+Policy checks over the rendered objects (RBAC, hardening, secrets, network) are in
+test_chart_policy.py. The NATS and Valkey subcharts are declared, not vendored: the SDK renders
+them as nothing (see test_missing_dependencies_render_as_nothing)."""
+
+from __future__ import annotations
+
+import re
+import typing
+from pathlib import Path
+from typing import Any
+
+import helm_python
+import kubernetes_validate
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from sleuth_common.config import load_settings
+from tests.deploy.chart import CHART_DIR, find, load_chart, render_chart, render_notes, service_config
+from tests.deploy.conftest import PROFILES
+
+Obj = dict[str, Any]
+
+APP_VERSION = yaml.safe_load((CHART_DIR / "Chart.yaml").read_text())["appVersion"]
+KEDA_TRIGGER_KEYS = {  # https://keda.sh/docs/scalers/nats-jetstream/ (trigger metadata)
+    "natsServerMonitoringEndpoint", "account", "accountID", "stream", "consumer", "lagThreshold",
+    "activationLagThreshold", "useHttps",
+}
+KEDA_SPEC_KEYS = {
+    "scaleTargetRef", "pollingInterval", "cooldownPeriod", "initialCooldownPeriod", "idleReplicaCount",
+    "minReplicaCount", "maxReplicaCount", "fallback", "advanced", "triggers",
+}
+
+# -- every profile renders, and every object is valid Kubernetes 1.30 ------------------------------
+
+EXPECTED = {
+    "defaults": {"HorizontalPodAutoscaler": 1, "ScaledObject": 0, "Deployment": 5, "Service": 5,
+                 "ServiceAccount": 5, "PodDisruptionBudget": 5, "NetworkPolicy": 6, "ClusterRole": 3,
+                 "ClusterRoleBinding": 3, "ConfigMap": 1, "Ingress": 0},
+    "external": {"HorizontalPodAutoscaler": 1, "NetworkPolicy": 4, "PodDisruptionBudget": 5},
+    "keda": {"HorizontalPodAutoscaler": 0, "ScaledObject": 1},
+    "fixed": {"HorizontalPodAutoscaler": 0, "ScaledObject": 0, "PodDisruptionBudget": 0, "NetworkPolicy": 0},
+    "everything": {"ScaledObject": 1, "Ingress": 2, "NetworkPolicy": 7, "ConfigMap": 2,
+                   "PodDisruptionBudget": 4, "ClusterRole": 3},
+    "caller-token": {"ClusterRole": 2, "ClusterRoleBinding": 2},
+}
+
+
+def _kinds(objects: list[Obj]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for o in objects:
+        out[o["kind"]] = out.get(o["kind"], 0) + 1
+    return out
+
+
+def test_every_profile_renders_the_expected_objects(profile: tuple[str, list[Obj]]) -> None:
+    name, objects = profile
+    kinds = _kinds(objects)
+    for kind, count in EXPECTED[name].items():
+        assert kinds.get(kind, 0) == count, f"{name}: {kind} ×{kinds.get(kind, 0)}, expected {count}"
+    assert not find(objects, "Secret"), "the chart never makes a Secret: they are created beside it"
+    names = [(o["kind"], o["metadata"]["name"]) for o in objects]
+    assert len(names) == len(set(names)), f"duplicate objects in {name}"
+    deployments = {o["metadata"]["name"] for o in find(objects, "Deployment")}
+    assert deployments == {f"sleuth-{s}" for s in ("gateway", "authz-cache", "agent", "alerts", "kube-mcp")}
+
+
+def test_every_object_is_valid_kubernetes_1_30(profile: tuple[str, list[Obj]]) -> None:
+    name, objects = profile
+    for obj in objects:
+        if obj["apiVersion"].startswith("keda.sh/"):
+            continue  # a CRD kind: checked against KEDA's documented keys below
+        try:
+            kubernetes_validate.validate(obj, "1.30", strict=True)
+        except kubernetes_validate.ValidationError as e:
+            pytest.fail(f"{name}: {obj['kind']}/{obj['metadata']['name']}: {e.message} at {list(e.path)}")
+
+
+@pytest.mark.parametrize("name", ["keda", "everything"])
+def test_scaled_object_uses_the_nats_jetstream_scaler_as_documented(name: str, rendered: dict[str, list[Obj]]) -> None:
+    (so,) = find(rendered[name], "ScaledObject")
+    assert so["apiVersion"] == "keda.sh/v1alpha1"
+    spec = so["spec"]
+    assert set(spec) <= KEDA_SPEC_KEYS
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "sleuth-agent"}
+    assert find(rendered[name], "Deployment", "sleuth-agent")
+    assert 0 <= spec["minReplicaCount"] <= spec["maxReplicaCount"]
+    (trigger,) = spec["triggers"]
+    assert trigger["type"] == "nats-jetstream"
+    meta = trigger["metadata"]
+    assert set(meta) <= KEDA_TRIGGER_KEYS
+    assert all(isinstance(v, str) for v in meta.values()), "KEDA trigger metadata values are strings"
+    assert meta["natsServerMonitoringEndpoint"] == "sleuth-nats-headless.sleuth.svc.cluster.local:8222"
+    assert meta["account"] == "$G"
+    # The JOBS stream is named after the subject prefix, and its durable consumer is "agent".
+    from sleuth_common.subjects import Subjects
+
+    subjects = Subjects("sleuth")
+    assert (meta["stream"], meta["consumer"]) == (subjects.stream_jobs, subjects.agent_durable)
+    assert int(meta["lagThreshold"]) >= 1
+    # KEDA owns the agent's replica count: the Deployment does not fight it on every upgrade.
+    (agent,) = find(rendered[name], "Deployment", "sleuth-agent")
+    assert "replicas" not in agent["spec"]
+
+
+def test_keda_with_external_nats_needs_the_monitoring_endpoint() -> None:
+    external = {**PROFILES["external"], "agent": {"autoscaling": {"keda": {"enabled": True}}}}
+    with pytest.raises(helm_python.HelmError, match=r"set externalNats\.monitoringEndpoint"):
+        render_chart(external)
+    external["externalNats"] = {**external["externalNats"], "monitoringEndpoint": "nats-mon.messaging.svc:8222"}
+    (so,) = find(render_chart(external), "ScaledObject")
+    assert so["spec"]["triggers"][0]["metadata"]["natsServerMonitoringEndpoint"] == "nats-mon.messaging.svc:8222"
+
+
+def test_lint_passes_with_only_the_missing_dependency_warning() -> None:
+    for values in (PROFILES["defaults"], PROFILES["external"], PROFILES["everything"]):
+        report = helm_python.lint(CHART_DIR, values, kube_version="v1.30.0")
+        assert report["errors"] == [], report
+        warnings = [m["error"] for m in report["messages"] if m["severity"] >= 2]
+        assert warnings == ["chart directory is missing these dependencies: nats,valkey"], warnings
+
+
+def test_missing_dependencies_render_as_nothing() -> None:
+    """Helm itself refuses to install a chart whose enabled dependencies are missing from charts/;
+    the SDK renders it anyway, without their objects. Both are declared with a condition and
+    neither is vendored (README: `helm dependency build`)."""
+    declared = {d["name"]: d for d in yaml.safe_load((CHART_DIR / "Chart.yaml").read_text())["dependencies"]}
+    assert declared["nats"]["condition"] == "nats.enabled"
+    assert declared["nats"]["repository"] == "https://nats-io.github.io/k8s/helm/charts/"
+    assert (declared["valkey"]["alias"], declared["valkey"]["condition"]) == ("redis", "redis.enabled")
+    assert declared["valkey"]["repository"] == "https://valkey.io/valkey-helm/"
+    status = {d["name"]: d["status"] for d in helm_python.dependency_list(CHART_DIR)}
+    assert status == {"nats": "missing", "valkey": "missing"}
+    assert load_chart().dependencies == []
+    assert not (CHART_DIR / "charts").exists(), "the subcharts' code must not enter the repository"
+    kinds = {o["kind"] for o in render_chart({})}
+    assert "StatefulSet" not in kinds
+
+
+# -- the services accept the config the chart writes --------------------------------------------------
+
+
+def _service_models() -> dict[str, type[BaseModel]]:
+    from sleuth_agent.settings import Settings as AgentSettings
+    from sleuth_alerts.settings import Settings as AlertsSettings
+    from sleuth_authz_cache.settings import Settings as AuthzSettings
+    from sleuth_gateway.settings import Settings as GatewaySettings
+    from sleuth_kube_mcp.settings import Settings as KubeMcpSettings
+
+    return {"gateway": GatewaySettings, "authz-cache": AuthzSettings, "agent": AgentSettings,
+            "alerts": AlertsSettings, "kube-mcp": KubeMcpSettings}
+
+
+def _model_paths(model: type[BaseModel], prefix: str, known: set[str], open_: set[str]) -> None:
+    for name, field in model.model_fields.items():
+        path = f"{prefix}.{name}" if prefix else name
+        known.add(path)
+        todo: list[tuple[Any, str]] = [(field.annotation, path)]
+        while todo:
+            ann, at = todo.pop()
+            origin = typing.get_origin(ann)
+            if origin is list:
+                known.add(f"{at}[]")
+                todo.append((typing.get_args(ann)[0], f"{at}[]"))
+            elif origin is dict:
+                open_.add(at)
+            elif origin is not None:  # Optional / Union
+                todo.extend((a, at) for a in typing.get_args(ann))
+            elif isinstance(ann, type) and issubclass(ann, BaseModel):
+                _model_paths(ann, at, known, open_)
+
+
+def _data_paths(data: Any, prefix: str = "") -> set[str]:
+    out: set[str] = set()
+    if isinstance(data, dict):
+        for k, v in data.items():
+            path = f"{prefix}.{k}" if prefix else str(k)
+            out |= {path, *_data_paths(v, path)}
+    elif isinstance(data, list):
+        for item in data:
+            out |= {f"{prefix}[]", *_data_paths(item, f"{prefix}[]")}
+    return out
+
+
+def test_every_config_key_is_one_a_service_reads(profile: tuple[str, list[Obj]]) -> None:
+    """The services ignore unknown keys, so a misspelt key would be silently dropped: every key
+    the chart writes must be a field of some service's settings model."""
+    name, objects = profile
+    known: set[str] = set()
+    open_: set[str] = set()
+    for model in _service_models().values():
+        _model_paths(model, "", known, open_)
+    unknown = sorted(p for p in _data_paths(service_config(objects))
+                     if p not in known and not any(p.startswith(f"{o}.") for o in open_))
+    assert unknown == [], f"{name}: keys no service reads: {unknown}"
+
+
+def test_every_service_loads_the_config(profile: tuple[str, list[Obj]], tmp_path: Path) -> None:
+    name, objects = profile
+    path = tmp_path / "sleuth.yaml"
+    (cm,) = find(objects, "ConfigMap", "sleuth-config")
+    path.write_text(cm["data"]["sleuth.yaml"])
+    for service, model in _service_models().items():
+        settings: Any = load_settings(model, path)  # type: ignore[type-var]
+        assert settings.clusters[0].api_server == "https://kubernetes.default.svc:443", f"{name}/{service}"
+
+
+def test_config_has_the_shape_the_local_stack_writes(rendered: dict[str, list[Obj]]) -> None:
+    """Same sections and in-cluster wiring as src/sleuth/embedded/stack.py _write_config."""
+    cfg = service_config(rendered["defaults"])
+    assert {"prefix", "nats", "redis", "logging", "clusters", "identity", "kube_mcp", "authz_cache",
+            "agent", "gateway", "alerts", "jetstream"} == set(cfg)
+    assert cfg["nats"] == {"url": "nats://sleuth-nats:4222"}
+    assert cfg["redis"] == {"url": "redis://sleuth-redis:6379/0"}
+    assert cfg["jetstream"] == {"replicas": 1}
+    (cluster,) = cfg["clusters"]
+    assert cluster == {
+        "name": "in-cluster", "aliases": [], "api_server": "https://kubernetes.default.svc:443",
+        "ca_file": "/var/run/secrets/sleuth/kube/ca.crt",
+        "authz_token_file": "/var/run/secrets/sleuth/kube/token",
+        "mcp_servers": [{"name": "kube", "url": "http://sleuth-kube-mcp:8181/mcp", "identity": True}],
+    }
+    assert cfg["identity"] == {
+        "verify_key_files": ["/etc/sleuth/identity/agent.pub"],
+        "job_issuers": {"sleuth-authz": ["/etc/sleuth/identity/authz.pub"],
+                        "sleuth-alerts": ["/etc/sleuth/identity/alerts.pub"]},
+    }
+    listeners = {"gateway": ("port", 8080), "alerts": ("port", 8090), "kube_mcp": ("port", 8181),
+                 "authz_cache": ("metrics_port", 9101), "agent": ("metrics_port", 9102)}
+    for section, (key, port) in listeners.items():
+        assert (cfg[section]["host"], cfg[section][key]) == ("0.0.0.0", port), section
+    kube = cfg["kube_mcp"]
+    assert (kube["kubeconfig"], kube["service_account_dir"]) == ("", "/var/run/secrets/sleuth/kube")
+    assert (kube["require_identity"], kube["accept_caller_token"]) == (True, False)
+    assert "llm" not in cfg["agent"], "no model unless one is configured"
+
+
+def test_external_and_everything_config(rendered: dict[str, list[Obj]]) -> None:
+    ext = service_config(rendered["external"])
+    assert ext["nats"]["url"] == "nats://nats.messaging.svc:4222"
+    assert ext["redis"]["url"] == "rediss://valkey.cache.svc:6380/2"
+    cfg = service_config(rendered["everything"])
+    assert cfg["jetstream"] == {"replicas": 3}
+    assert cfg["agent"]["llm"] == {"provider": "openai", "base_url": "https://llm.internal/v1",
+                                   "model": "qwen2.5:14b", "api_key_env": "SLEUTH_LLM_API_KEY"}
+    assert cfg["gateway"]["public_url"] == "https://sleuth.example.com"
+    assert "alerts.sleuth.example.com" in cfg["alerts"]["allowed_hosts"]
+    assert cfg["alerts"]["routes"] == [
+        {"name": "team-a", "channel": "team-a-alerts", "token_env": "SLEUTH_ALERTS_TOKEN_TEAM_A",
+         "run_as": {"user": "alice", "groups": ["team-a"]}},
+        {"name": "platform", "channel": "platform-alerts", "token_env": "PLATFORM_ALERTS_TOKEN"},
+    ]
+    assert cfg["clusters"][1] == {
+        "name": "prod-2", "aliases": ["us-east-1"], "api_server": "https://prod-2.example.internal:6443",
+        "ca_file": "/etc/sleuth/clusters/prod-2.crt", "authz_token_env": "SLEUTH_AUTHZ_TOKEN_PROD_2",
+        "mcp_servers": [{"name": "kube", "url": "https://kube-mcp.prod-2.example.internal/mcp", "identity": True}],
+    }
+    # values.config is merged in: maps merge, lists replace, false overrides true.
+    assert cfg["gateway"]["channels"] == [{"name": "team-a-alerts", "members": ["group:team-a"]}]
+    assert cfg["gateway"]["port"] == 8080
+    assert cfg["limits"] == {"daily_llm_calls": 50}
+    assert cfg["logging"] == {"level": "INFO", "json_format": False}
+
+
+def test_stream_replicas_need_a_nats_cluster() -> None:
+    with pytest.raises(helm_python.HelmRenderError, match=r"jetstream\.replicas is 3 but the bundled NATS runs 1 server"):
+        render_chart({"jetstream": {"replicas": 3}})
+    clustered = {"jetstream": {"replicas": 3}, "nats": {"config": {"cluster": {"enabled": True, "replicas": 3}}}}
+    assert service_config(render_chart(clustered))["jetstream"] == {"replicas": 3}
+
+
+def test_config_null_removes_a_key() -> None:
+    cfg = service_config(render_chart({"config": {"gateway": {"trusted_proxies": None}}}))
+    assert "trusted_proxies" not in cfg["gateway"]
+
+
+# -- the schema refuses what would be a silent mistake ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"gatewy": {"replicas": 3}}, "additional properties 'gatewy' not allowed"),
+        ({"gateway": {"replica": 3}}, "at '/gateway': additional properties 'replica' not allowed"),
+        ({"agent": {"autoscaling": {"keda": {"enable": True}}}}, "additional properties 'enable' not allowed"),
+        ({"cluster": {"name": None}}, "at '/cluster': missing property 'name'"),
+        ({"cluster": {"name": "prod 1"}}, "at '/cluster/name'"),
+        ({"image": {"repository": None}}, "at '/image': missing property 'repository'"),
+        ({"alerts": {"routes": [{"name": "team-a", "channel": "c"}], "existingSecret": "s"}},
+         "missing property 'tokenSecretKey'"),
+        ({"nats": {"enabled": False}}, "at '/externalNats/url': minLength"),
+        ({"redis": {"enabled": False}}, "at '/externalRedis/url': minLength"),
+        ({"image": {"tag": "latest"}}, "at '/image/tag'"),
+        ({"scheduler": {"enabled": True}}, "at '/scheduler/enabled'"),
+        ({"gateway": {"resources": {"requests": {"memory": None}}}}, "missing property 'memory'"),
+    ],
+)
+def test_schema_refuses_with_a_clear_message(values: Obj, message: str) -> None:
+    with pytest.raises(helm_python.HelmValuesError) as err:
+        load_chart().validate_schema(values)
+    assert message in str(err.value)
+    with pytest.raises(helm_python.HelmValuesError, match=re.escape(message)):
+        render_chart(values)  # what `helm install` does first
+
+
+def test_schema_accepts_every_profile() -> None:
+    for values in PROFILES.values():
+        load_chart().validate_schema(values)
+
+
+def test_secrets_in_config_are_refused() -> None:
+    with pytest.raises(helm_python.HelmRenderError, match=r"config\.agent\.llm\.api_key looks like a secret"):
+        render_chart({"config": {"agent": {"llm": {"api_key": "sk-ant-api03-abc"}}}})
+    with pytest.raises(helm_python.HelmRenderError, match=r"config\.alerts\.routes\[0\]\.token looks like a secret"):
+        render_chart({"config": {"alerts": {"routes": [{"name": "x", "channel": "y", "token": "hunter2"}]}}})
+    # References are fine: *_env and *_file name where the secret is.
+    render_chart({"config": {"agent": {"llm": {"api_key_env": "MY_KEY"}}}})
+
+
+def test_image_is_pinned_to_the_app_version(profile: tuple[str, list[Obj]]) -> None:
+    name, objects = profile
+    assert re.fullmatch(r"\d+\.\d+\.\d+", APP_VERSION)
+    for dep in find(objects, "Deployment"):
+        (c,) = dep["spec"]["template"]["spec"]["containers"]
+        assert c["image"] == f"ghcr.io/sleuth-dev/sleuth:{APP_VERSION}", name
+
+
+def test_image_tag_and_digest_overrides() -> None:
+    images = {c["image"] for d in find(render_chart({"image": {"tag": "0.1.1"}}), "Deployment")
+              for c in d["spec"]["template"]["spec"]["containers"]}
+    assert images == {"ghcr.io/sleuth-dev/sleuth:0.1.1"}
+    digest = "sha256:" + "a" * 64
+    images = {c["image"] for d in find(render_chart({"image": {"digest": digest}}), "Deployment")
+              for c in d["spec"]["template"]["spec"]["containers"]}
+    assert images == {f"ghcr.io/sleuth-dev/sleuth@{digest}"}
+
+
+# -- what people read ---------------------------------------------------------------------------------
+
+
+def _leaf_paths(data: Any, prefix: str = "") -> list[str]:
+    if isinstance(data, dict) and data:
+        return [p for k, v in data.items() for p in _leaf_paths(v, f"{prefix}.{k}" if prefix else k)]
+    return [prefix]
+
+
+def test_readme_documents_every_value() -> None:
+    readme = (CHART_DIR / "README.md").read_text()
+    rows = set(re.findall(r"^\| `([^`]+)` \|", readme, flags=re.MULTILINE))
+    values = yaml.safe_load((CHART_DIR / "values.yaml").read_text())
+    missing = [p for p in _leaf_paths(values)
+               if not any(p == r or p.startswith(f"{r}.") for r in rows)]
+    assert missing == [], f"values without a row in README.md: {missing}"
+    for needed in ("helm dependency build", "helm install", "subjectaccessreviews", "tokenreviews"):
+        assert needed in readme
+
+
+def test_notes_say_where_to_go_and_how_to_sign_in(rendered: dict[str, list[Obj]]) -> None:
+    notes = render_notes({})
+    assert "kubectl -n sleuth port-forward svc/sleuth-gateway 8080:8080" in notes
+    assert "your own Kubernetes bearer token" in notes
+    assert "http://sleuth-alerts.sleuth.svc:8090/v1/alertmanager/<route>" in notes
+    assert "authorization:" in notes and "credentials_file" in notes
+    notes = render_notes(PROFILES["everything"])
+    assert "https://sleuth.example.com/" in notes
+    assert "team-a → #team-a-alerts" in notes
