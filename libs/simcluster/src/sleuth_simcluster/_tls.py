@@ -1,9 +1,11 @@
-"""A throw-away certificate authority and a server certificate for loopback, made at start."""
+"""A throw-away certificate authority and a server certificate for loopback (and the names the
+server is advertised under), made at start."""
 
 from __future__ import annotations
 
 import ipaddress
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,8 +34,20 @@ def _write_private(path: Path, data: bytes) -> None:
         fh.write(data)
 
 
-def make_certificates(directory: Path, host: str = "127.0.0.1", days: int = 365) -> TlsFiles:
-    """Write `ca.crt`, `server.crt` and `server.key` (the CA key never touches the disk)."""
+def _san(name: str) -> x509.GeneralName:
+    """A host name or an IP address (v4 or v6, brackets allowed) as a subject alternative name."""
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name.strip("[]")))
+    except ValueError:
+        return x509.DNSName(name)
+
+
+def make_certificates(directory: Path, host: str = "127.0.0.1", days: int = 365,
+                      names: Iterable[str] = ()) -> TlsFiles:
+    """Write `ca.crt`, `server.crt` and `server.key` (the CA key never touches the disk).
+
+    The server certificate names `localhost`, 127.0.0.1, `host` and each of `names` (the host names
+    or addresses clients reach the server by, e.g. a compose service name)."""
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.now(UTC) - timedelta(minutes=5)
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -61,6 +75,10 @@ def make_certificates(directory: Path, host: str = "127.0.0.1", days: int = 365)
     except ValueError:
         if host != "localhost":
             sans.append(x509.DNSName(host))
+    for name in names:
+        san = _san(name)
+        if san not in sans:
+            sans.append(san)
     cert = (
         x509.CertificateBuilder()
         .subject_name(_name("sleuth-simcluster")).issuer_name(ca_name)

@@ -1,11 +1,15 @@
-"""`SimCluster`: load a snapshot, make a CA, write kubeconfigs, serve HTTPS in a background thread."""
+"""`SimCluster`: load a snapshot, make a CA, write kubeconfigs and token files, serve HTTPS in a
+background thread."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import os
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -24,19 +28,40 @@ class SimClusterError(RuntimeError):
     """simcluster could not start."""
 
 
+def advertised_name(value: str) -> str:
+    """A host name or IP address clients reach the server by (``simcluster``, ``10.0.0.5``,
+    ``::1``); raises ``ValueError`` for anything else (a URL, a port, spaces)."""
+    name = value.strip()
+    try:
+        return str(ipaddress.ip_address(name.strip("[]")))
+    except ValueError:
+        pass
+    labels = name.rstrip(".").split(".")
+    if not name or len(name) > 253 or not all(
+            label and len(label) <= 63 and label.replace("-", "").isalnum() and label.isascii()
+            and not label.startswith("-") and not label.endswith("-") for label in labels):
+        raise ValueError(f"not a host name or IP address: {value!r}")
+    return name.lower()
+
+
 class SimCluster:
     """A simulated Kubernetes API server over one snapshot directory.
 
     >>> with SimCluster("scenarios/demo", "/tmp/state") as sim:   # doctest: +SKIP
     ...     print(sim.url, sim.kubeconfig("alice"))
+
+    ``advertise``: the names clients reach the server by when that is not the address it listens
+    on (``host="0.0.0.0", advertise=["simcluster"]`` in docker compose). Each goes into the server
+    certificate; the first makes ``url``, the kubeconfigs' ``server`` and discovery's address.
     """
 
     def __init__(self, snapshot_dir: Path | str, state_dir: Path | str, host: str = "127.0.0.1",
-                 port: int = 0) -> None:
+                 port: int = 0, advertise: Sequence[str] = ()) -> None:
         self.snapshot_dir = Path(snapshot_dir)
         self.state_dir = Path(state_dir)
         self.host = host
         self.port = port
+        self.advertise = tuple(dict.fromkeys(advertised_name(n) for n in advertise))
         self._snapshot: Snapshot | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -51,7 +76,7 @@ class SimCluster:
             raise SimClusterError("simcluster is already running")
         started = time.monotonic()
         self._snapshot = load_snapshot(self.snapshot_dir)
-        tls = make_certificates(self.state_dir / "tls", self.host)
+        tls = make_certificates(self.state_dir / "tls", self.host, names=self.advertise)
         self._ca_file = tls.ca_file
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
@@ -65,7 +90,10 @@ class SimCluster:
         sock.listen(128)
         self._sock = sock
         self.port = sock.getsockname()[1]
-        app = create_app(self._snapshot, f"{self.host}:{self.port}")
+        # Files first: whoever finds the server up finds its kubeconfig and token in place.
+        self._write_kubeconfigs()
+        self._write_tokens()
+        app = create_app(self._snapshot, f"{self.advertise[0] if self.advertise else self.host}:{self.port}")
         self._audit = app.state.api.audit
         config = uvicorn.Config(
             app, ssl_certfile=str(tls.cert_file), ssl_keyfile=str(tls.key_file), log_config=None,
@@ -81,7 +109,6 @@ class SimCluster:
                 self.stop()
                 raise SimClusterError("simcluster did not start (see the log)")
             time.sleep(0.01)
-        self._write_kubeconfigs()
         log.info("simcluster serving snapshot %s (%d objects) at %s in %.2fs", self._snapshot.name,
                  self._snapshot.store.count(), self.url, time.monotonic() - started)
         return self
@@ -121,7 +148,9 @@ class SimCluster:
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        """Where clients reach the server: the first advertised name, else the listening address."""
+        name = self.advertise[0] if self.advertise else self.host
+        host = f"[{name}]" if ":" in name else name
         return f"https://{host}:{self.port}"
 
     @property
@@ -146,6 +175,21 @@ class SimCluster:
 
     def kubeconfigs(self) -> dict[str, Path]:
         return {user: self.kubeconfig(user) for user in self.snapshot.users}
+
+    def token_file(self, user: str) -> Path:
+        """``<state-dir>/tokens/<user>``: the user's bearer token alone (mode 0600), for a client
+        that reads its token from a file (authz-cache's ``authz_token_file``)."""
+        self.token(user)  # KeyError for unknown users
+        return self.state_dir / "tokens" / user
+
+    def _write_tokens(self) -> None:
+        directory = self.state_dir / "tokens"
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for user in self.snapshot.users.values():
+            fd = os.open(directory / user.name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                os.fchmod(fh.fileno(), 0o600)
+                fh.write(user.token)
 
     def _write_kubeconfigs(self) -> None:
         snap = self.snapshot
