@@ -8,7 +8,7 @@ export UV_LINK_MODE := copy
 STAMP := $(VENV)/.sleuth-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install test-tools run test test-fast lint bench demo-question demo-kubectl clean
+.PHONY: help install test-tools run test test-fast lint bench chart demo-question demo-kubectl clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ lint: install ## ruff, import-linter and mypy
 
 bench: install ## Print performance figures as ratios against floors measured in the same run
 	$(VENV)/bin/python -m sleuth.bench
+
+chart: install ## Render helm/sleuth as `helm template` would, offline (VALUES=file.yaml to add values)
+	@$(VENV)/bin/python -m tests.deploy.chart $(if $(VALUES),-f $(VALUES))
 
 demo-question: install ## Ask the demo cluster a question offline, as alice
 	$(VENV)/bin/sleuth investigate --snapshot scenarios/demo --as alice --question "what is failing in team-a?" --format markdown

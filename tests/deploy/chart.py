@@ -85,3 +85,38 @@ def service_config(objects: list[Obj]) -> dict[str, Any]:
     (cm,) = [o for o in find(objects, "ConfigMap") if "sleuth.yaml" in o.get("data", {})]
     cfg: dict[str, Any] = yaml.safe_load(cm["data"]["sleuth.yaml"])
     return cfg
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``make chart VALUES=my-values.yaml``: what ``helm template`` prints, without a helm binary."""
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="make chart", description="Render helm/sleuth offline (Helm's own engine).")
+    p.add_argument("-f", "--values", action="append", default=[], help="values file (repeatable; later wins)")
+    p.add_argument("--release", default=RELEASE)
+    p.add_argument("--namespace", default=NAMESPACE)
+    args = p.parse_args(argv)
+    values: dict[str, Any] = {}
+    for path in args.values:
+        values = _merge(values, yaml.safe_load(Path(path).read_text()) or {})
+    try:
+        out = _render(values, args.release, args.namespace)
+    except Exception as exc:  # the engine's schema and template errors, as helm prints them
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    for path, text in out.items():
+        if text.strip() and not path.endswith("NOTES.txt"):
+            print(f"---\n# Source: {path}\n{text.strip()}")
+    return 0
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

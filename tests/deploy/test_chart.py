@@ -368,3 +368,19 @@ def test_notes_say_where_to_go_and_how_to_sign_in(rendered: dict[str, list[Obj]]
     notes = render_notes(PROFILES["everything"])
     assert "https://sleuth.example.com/" in notes
     assert "team-a → #team-a-alerts" in notes
+
+
+def test_make_chart_renders_like_helm_template_and_refuses_a_typo(tmp_path, capsys) -> None:
+    from tests.deploy.chart import main
+
+    good = tmp_path / "v.yaml"
+    good.write_text("cluster: {name: prod-1}\n")
+    assert main(["-f", str(good)]) == 0
+    out = capsys.readouterr().out
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    assert {d["kind"] for d in docs} >= {"Deployment", "ConfigMap", "ClusterRole", "Service"}
+    assert "prod-1" in next(d for d in docs if d["kind"] == "ConfigMap")["data"]["sleuth.yaml"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("gateway: {replica: 3}\n")
+    assert main(["-f", str(bad)]) == 1
+    assert "additional properties 'replica' not allowed" in capsys.readouterr().err
