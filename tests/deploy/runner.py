@@ -60,6 +60,9 @@ class Mount:
     """Host file or directory standing in for it."""
     file_text: str | None = None
     """For a mounted file (config, secret item): its content, rewritten before it is written."""
+    files: dict[str, str] | None = None
+    """For a directory of files (a ConfigMap, Secret or projected volume): relative path → content,
+    each rewritten before it is written into ``source``."""
 
 
 @dataclass
@@ -68,7 +71,7 @@ class Unit:
 
     name: str
     image: str
-    """``sleuth``, ``nats`` or ``valkey``: which local program stands in for the image."""
+    """``sleuth``, ``nats``, ``valkey`` or ``busybox``: which local program stands in for the image."""
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     mounts: list[Mount] = field(default_factory=list)
@@ -191,7 +194,9 @@ class Runner:
 
     # -- processes
     def _argv(self, unit: Unit, ip: str) -> tuple[list[str], str | None]:
-        argv = unit.argv[:1] + [self.net.rewrite(a, ip, unit.mounts, bare=True) for a in unit.argv[1:]]
+        # A bare name only as a flag's value (``--advertise simcluster``); a subcommand is a word.
+        argv = unit.argv[:1] + [self.net.rewrite(a, ip, unit.mounts, bare=prev.startswith("-"))
+                                for prev, a in zip(unit.argv, unit.argv[1:], strict=False)]
         cwd = self.net.rewrite(unit.working_dir, ip, unit.mounts) if unit.working_dir else None
         if unit.image == "sleuth":
             assert argv and argv[0] in entrypoint_commands(), f"{unit.name}: the image's entrypoint refuses {argv[:1]}"
@@ -203,6 +208,12 @@ class Runner:
         if unit.image == "valkey":
             assert argv and argv[0] == "valkey-server", f"{unit.name}: {argv}"
             return [_valkey_binary(), *argv[1:], "--bind", ip], cwd
+        if unit.image == "busybox":  # a one-shot job of coreutils (chown a volume): this machine's
+            if argv[0] == "chown" and os.geteuid() != 0:
+                return ["true"], cwd  # only root may give files away; the processes here run as us
+            found = shutil.which(argv[0])
+            assert found, f"{unit.name}: {argv[0]} not on PATH"
+            return [found, *argv[1:]], cwd
         raise AssertionError(f"{unit.name}: no local stand-in for image {unit.image!r}")
 
     def start(self, unit: Unit, *, timeout: float = 40.0) -> ManagedProcess:
@@ -222,13 +233,7 @@ class Runner:
 
     def _launch(self, unit: Unit) -> None:
         ip = self.place(unit)
-        for m in unit.mounts:
-            if m.file_text is not None:
-                m.source.parent.mkdir(parents=True, exist_ok=True)
-                m.source.write_text(self.net.rewrite_text(m.file_text, ip, unit.mounts))
-                m.source.chmod(0o600)
-            else:
-                m.source.mkdir(parents=True, exist_ok=True)
+        self._materialize(unit, ip)
         argv, cwd = self._argv(unit, ip)
         env = {k: self.net.rewrite(v, ip, unit.mounts) for k, v in unit.env.items()}
         proc = ManagedProcess(unit.name, argv, log_path=self.workdir / "logs" / f"{unit.name}.log", env=env, cwd=cwd)
@@ -240,12 +245,26 @@ class Runner:
             os.environ.update(saved)
         self.procs[unit.name] = proc
 
+    def _materialize(self, unit: Unit, ip: str) -> None:
+        """Write the unit's mounted files (rewritten) and make its directories."""
+
+        def write(path: Path, text: str) -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.net.rewrite_text(text, ip, unit.mounts))
+            path.chmod(0o600)
+
+        for m in unit.mounts:
+            if m.file_text is not None:
+                write(m.source, m.file_text)
+            else:
+                m.source.mkdir(parents=True, exist_ok=True)
+                for rel, text in (m.files or {}).items():
+                    write(m.source / rel, text)
+
     def run_to_completion(self, unit: Unit, timeout: float = 30.0) -> str:
         """An init container / one-shot service: run it, fail unless it exits 0."""
         ip = self.place(unit)
-        for m in unit.mounts:
-            if m.file_text is None:
-                m.source.mkdir(parents=True, exist_ok=True)
+        self._materialize(unit, ip)
         argv, cwd = self._argv(unit, ip)
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")},
                **{k: self.net.rewrite(v, ip, unit.mounts) for k, v in unit.env.items()}}

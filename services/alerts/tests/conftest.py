@@ -244,7 +244,7 @@ def start_alerts(
             async with httpx.AsyncClient(base_url=url, timeout=10.0) as client:
                 for _ in range(100):
                     with contextlib.suppress(httpx.HTTPError):
-                        if (await client.get("/healthz")).status_code == 200:
+                        if (await client.get("/readyz")).status_code == 200:
                             break
                     await asyncio.sleep(0.05)
                 running = Running(service, settings, bus, client)

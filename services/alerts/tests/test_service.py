@@ -47,7 +47,8 @@ async def test_webhook_refuses_what_it_cannot_store_safely(start_alerts):
         # Alertmanager retrying the same notification is stored once.
         assert (await s.post("team-a", payload(alert()))).json()["duplicate"] is True
 
-        assert (await s.client.get("/healthz")).json()["ok"] is True
+        assert (await s.client.get("/healthz")).json() == {"status": "alive"}
+        assert (await s.client.get("/readyz")).json() == {"ready": True, "nats": "ok", "redis": "ok"}
         metrics = (await s.client.get("/metrics")).text
         assert 'sleuth_alerts_webhook_requests_total{route="team-a",status="200"}' in metrics
         assert 'sleuth_alerts_webhook_requests_total{route="unknown",status="404"}' in metrics

@@ -222,13 +222,14 @@ def test_process_serves_health_metrics_and_stops_on_sigterm(sim, nats_server, va
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         wait_for_port("127.0.0.1", port, 15, proc)
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).json() == {"status": "alive"}
         deadline = time.monotonic() + 10
         while True:
-            health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
-            if health.status_code == 200 or time.monotonic() > deadline:
+            ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2)
+            if ready.status_code == 200 or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        assert health.status_code == 200
+        assert ready.json() == {"ready": True, "nats": "ok", "redis": "ok"}
 
         async def ask() -> ScopeReply:
             broker = NatsBroker(nats_server.url)

@@ -224,10 +224,21 @@ def make_settings(nats_url: str, redis_url: str, **gateway: Any) -> Settings:
     )
 
 
+async def wait_ready(url: str, within: float = 10.0) -> httpx.Response:
+    """Poll ``url``/readyz until it answers 200; the last answer."""
+    async with httpx.AsyncClient(base_url=url, timeout=2.0) as client, asyncio.timeout(within):
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                resp = await client.get("/readyz")
+                if resp.status_code == 200:
+                    return resp
+            await asyncio.sleep(0.02)
+
+
 @asynccontextmanager
-async def serve(app: Any, settings: Settings) -> AsyncIterator[uvicorn.Server]:
+async def serve(app: Any, settings: Settings, *, ready: bool = True) -> AsyncIterator[uvicorn.Server]:
     """Run ``app`` with uvicorn in this event loop, configured as the gateway runs it, until the
-    block ends."""
+    block ends; with ``ready``, once ``/readyz`` says it is connected and set up."""
     config = server_config(app, settings.gateway, lifespan="on", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -240,6 +251,8 @@ async def serve(app: Any, settings: Settings) -> AsyncIterator[uvicorn.Server]:
             task.result()
             raise RuntimeError("the gateway did not start")
         assert server.started
+        if ready:
+            await wait_ready(f"http://127.0.0.1:{settings.gateway.port}")
         yield server
     finally:
         server.should_exit = True

@@ -110,19 +110,20 @@ async def test_no_authz_responder_is_a_quick_503(start_stack):
         assert s.agent.jobs == []
 
 
-async def test_valkey_down_is_a_clear_503_and_unhealthy(start_stack, valkey):
+async def test_valkey_down_is_a_clear_503_and_not_ready(start_stack, valkey):
     async with start_stack() as s:
-        assert (await s.client.get("/healthz")).status_code == 200
+        assert (await s.client.get("/readyz")).status_code == 200
         valkey.stop()
         resp = await asyncio.wait_for(
             s.client.post("/v1/query", json={"query": "what is failing?"}, headers=ALICE), 8
         )
         assert_error(resp, 503, "authorization is unavailable", "Redis")
         assert_error(await s.client.get("/v1/conversation", headers=ALICE), 503, "Redis")
-        health = await s.client.get("/healthz")
-        assert health.status_code == 503
-        assert health.json()["redis"] == "down" and health.json()["nats"] == "ok"
-        assert "redis" in health.json()["error"]
+        ready = await s.client.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.json()["ready"] is False
+        assert ready.json()["redis"] == "unreachable" and ready.json()["nats"] == "ok"
+        assert (await s.client.get("/healthz")).status_code == 200  # alive: a restart would not help
         assert s.agent.jobs == []
 
 
@@ -256,8 +257,11 @@ async def test_help_and_refresh_are_commands_not_questions(start_stack):
 async def test_health_and_web_page(start_stack):
     async with start_stack() as s:
         health = await s.client.get("/healthz")
-        assert health.status_code == 200
-        assert health.json()["nats"] == "ok" and health.json()["redis"] == "ok"
+        assert health.status_code == 200 and health.json()["status"] == "alive"
+        ready = await s.client.get("/readyz")
+        assert ready.status_code == 200
+        assert ready.json()["ready"] is True
+        assert ready.json()["nats"] == "ok" and ready.json()["redis"] == "ok"
         page = await s.client.get("/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
         for element_id in (
@@ -283,7 +287,7 @@ async def test_nats_restart_the_next_question_works(start_stack, nats_server):
         nats_server.stop()
         resp = await asyncio.wait_for(s.client.post("/v1/query", json={"query": "during"}, headers=ALICE), 8)
         assert_error(resp, 503, "unavailable")
-        assert (await s.client.get("/healthz")).json()["nats"] == "down"
+        assert (await s.client.get("/readyz")).json()["nats"] == "disconnected"
         nats_server.start()  # same port and data directory: the JOBS stream survives
         status = None
         for _ in range(100):

@@ -261,6 +261,9 @@ async def test_only_allowed_host_names_are_answered(start_stack, case: HostCase)
             assert_error(resp, 400, "unknown host")
             assert_error(await s.client.get("/", headers={"Host": host}), 400, "unknown host")
             assert s.authz.requests == 0 and s.agent.jobs == []
+            # Probes reach the pod by its IP: liveness and readiness answer whatever the Host.
+            assert (await s.client.get("/healthz", headers={"Host": host})).status_code == 200
+            assert (await s.client.get("/readyz", headers={"Host": host})).status_code == 200
 
 
 # ------------------------------------------------------------------ 6. slow clients
@@ -407,6 +410,7 @@ HEADER_CASES = [
     HeaderCase("bad-body", "POST", "/v1/query", ALICE, {"nope": 1}, status=400),
     HeaderCase("page", "GET", "/", {}),
     HeaderCase("health", "GET", "/healthz", {}),
+    HeaderCase("ready", "GET", "/readyz", {}),
     HeaderCase("unknown-host", "GET", "/v1/whoami", {**ALICE, "Host": "evil.example"}, status=400),
 ]
 

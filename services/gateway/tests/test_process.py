@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -40,8 +41,11 @@ def test_the_module_runs_from_a_config_file(nats_server, valkey, tmp_path: Path)
     )
     try:
         wait_for_port("127.0.0.1", port, 20, proc)  # type: ignore[arg-type]
-        resp = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
-        assert resp.status_code == 200, resp.text
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+        deadline = time.monotonic() + 10
+        while (resp := httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5)).status_code != 200:
+            assert time.monotonic() < deadline, resp.text
+            time.sleep(0.05)
         assert resp.json()["nats"] == "ok"
         assert (
             "sleuth_gateway_requests_total" in httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
@@ -68,3 +72,24 @@ async def test_ensure_streams_creates_a_work_queue_once(nats_server) -> None:
         assert info.config.storage == StorageType.FILE
     finally:
         await nc.close()
+
+
+async def test_streams_are_created_with_the_configured_replicas(nats_server) -> None:
+    """``jetstream.replicas`` reaches the server: one copy on a single server, and a single server
+    refuses three (a clustered NATS takes them)."""
+    from nats.js.errors import APIError
+
+    from sleuth_common.config import ServiceSettings, load_settings
+
+    subjects = Subjects("r3")
+    nc = await nats.connect(nats_server.url)
+    try:
+        js = nc.jetstream()
+        await ensure_streams(js, subjects, 1)
+        assert (await js.stream_info(subjects.stream_jobs)).config.num_replicas == 1
+        with pytest.raises(APIError, match="replicas > 1"):
+            await ensure_streams(js, Subjects("r3b"), 3)
+    finally:
+        await nc.close()
+    assert ServiceSettings().jetstream.replicas == 1
+    assert load_settings(ServiceSettings, None, jetstream={"replicas": 3}).jetstream.replicas == 3

@@ -154,7 +154,7 @@ def test_cli_refuses_to_start_without_an_identity_key(sim, tmp_path):
 
 
 @pytest.mark.connected
-def test_cli_serves_healthz(sim, tmp_path):
+def test_cli_serves_healthz_and_readyz(sim, tmp_path):
     from sleuth.embedded import free_port
     from sleuth_common.identity import generate_keypair
 
@@ -181,7 +181,10 @@ def test_cli_serves_healthz(sim, tmp_path):
                 assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
                 assert time.monotonic() < deadline, "kube-mcp did not start"
                 time.sleep(0.2)
-        assert r.json() == {"status": "ok", "cluster": "demo"}  # nothing about how it reads the API
+        assert r.json() == {"status": "alive"}
+        ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1)
+        # Nothing about where or how it reads the API.
+        assert ready.json() == {"ready": True, "kubernetes": "ok", "cluster": "demo"}
         refused = httpx.post(f"http://127.0.0.1:{port}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         assert refused.status_code == 401 and "unauthenticated" in refused.json()["error"]
     finally:

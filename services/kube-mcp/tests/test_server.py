@@ -251,15 +251,15 @@ async def test_caller_token_is_ignored_unless_accepted(kube_mcp, mcp_call, sim):
     assert not err and data["count"] >= 5
 
 
-async def test_healthz_and_metrics(kube_mcp, mcp_call):
+async def test_healthz_readyz_and_metrics(kube_mcp, mcp_call):
     handle = kube_mcp("alice")
     await mcp_call(handle.url, "list_pods", {"namespace": "team-b"})
     async with httpx.AsyncClient(base_url=handle.base_url) as http:
         health = await http.get("/healthz")
+        ready = await http.get("/readyz")
         metrics = await http.get("/metrics")
-    assert (
-        health.status_code == 200 and health.json()["status"] == "ok" and health.json()["cluster"] == "demo"
-    )
+    assert health.status_code == 200 and health.json() == {"status": "alive"}
+    assert ready.status_code == 200 and ready.json() == {"ready": True, "kubernetes": "ok", "cluster": "demo"}
     text: Any = metrics.text
     assert 'sleuth_kube_mcp_tool_calls_total{outcome="api_403",tool="list_pods"}' in text
     assert 'sleuth_kube_mcp_api_responses_total{code="403"}' in text

@@ -158,6 +158,11 @@ def run() -> None:
             wait_for_port("127.0.0.1", port, 30, proc.proc)
             assert proc.proc is not None
             url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 30
+            while httpx.get(f"{url}/readyz", timeout=2).status_code != 200:  # connected, streams made
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the alerts service did not get ready:\n{proc.log_tail()}")
+                time.sleep(0.05)
             bodies = [json.dumps(_payload(i)).encode() for i in range(PAYLOADS)]
             floor = asyncio.run(_floor(nats_srv.url, bodies))
             before = _rss_mib(proc.proc.pid)

@@ -328,6 +328,7 @@ class Stack:
         return proc
 
     def _wait_healthy(self, proc: ManagedProcess, port: int, timeout: float = 30.0) -> None:
+        """Until ``/readyz`` answers 200 (connected to what it needs and set up on it)."""
         wait_for_port(self.spec.host, port, timeout, proc.proc)
         deadline = time.monotonic() + timeout
         last = ""
@@ -335,14 +336,14 @@ class Stack:
             if not proc.alive():
                 raise RuntimeError(f"{proc.name} exited:\n{proc.log_tail()}")
             try:
-                r = httpx.get(f"http://{self.spec.host}:{port}/healthz", timeout=2)
+                r = httpx.get(f"http://{self.spec.host}:{port}/readyz", timeout=2)
                 if r.status_code == 200:
                     return
                 last = r.text
             except httpx.HTTPError as e:
                 last = str(e)
             time.sleep(0.1)
-        raise TimeoutError(f"{proc.name} not healthy on :{port}: {last}\n{proc.log_tail()}")
+        raise TimeoutError(f"{proc.name} not ready on :{port}: {last}\n{proc.log_tail()}")
 
     def stop(self) -> None:
         # Services first, all at once (SIGTERM to each, then wait), then the servers they use.

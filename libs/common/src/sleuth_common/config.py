@@ -42,6 +42,10 @@ class NatsSettings(_Group):
     """NATS server URL(s), comma separated."""
     connect_timeout: float = 2.0
     """Seconds to wait for a connection at start-up."""
+    retry_interval: float = 2.0
+    """Seconds between connection attempts while NATS cannot be reached (at start-up and after a
+    disconnect). The service stays up meanwhile, says so once per attempt in its log, and its
+    ``/readyz`` answers 503."""
     user: str = ""
     """User name this service logs in with (user/password authentication; the server's
     permissions for that user decide what it may publish and subscribe). Empty = no user."""
@@ -96,6 +100,9 @@ class RedisSettings(_Group):
     max_connections: int = 32
     """Most connections this process opens to Redis; a command beyond that waits up to
     ``timeout`` seconds for a free one, then fails like any other Redis error."""
+    retry_interval: float = 2.0
+    """Seconds between checks while Redis cannot be reached at start-up (one log line each); the
+    service stays up meanwhile and its ``/readyz`` answers 503."""
 
     def password(self) -> SecretStr | None:
         """The password of ``username`` from ``password_env``, or None when unset or empty."""

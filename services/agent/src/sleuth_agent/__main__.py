@@ -9,6 +9,7 @@ import sys
 from sleuth_agent.app import create_app
 from sleuth_agent.settings import Settings
 from sleuth_common.config import load_settings
+from sleuth_common.health import run_until_signalled
 from sleuth_common.identity import IdentityError, job_verifier_from_settings, signer_from_settings
 from sleuth_common.logs import configure_logging
 
@@ -50,8 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     if problem := identity_problem(settings):
         print(f"sleuth-agent: {problem}", file=sys.stderr)
         return 2
+    app = create_app(settings)
     try:
-        asyncio.run(create_app(settings).run())
+        # The health server answers at once; the app waits for NATS until SIGTERM ends the wait.
+        asyncio.run(run_until_signalled(app.start, app.stop))
     except KeyboardInterrupt:
         pass
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from dataclasses import dataclass, field
 
@@ -15,11 +16,12 @@ from redis.asyncio import Redis
 
 from sleuth_agent.handlers import JobHandler
 from sleuth_agent.llm import LlmInvestigator, make_llm_investigator
-from sleuth_agent.metrics import Metrics, health_app
+from sleuth_agent.metrics import HealthServer, Metrics, health_app
 from sleuth_agent.settings import Settings
 from sleuth_agent.worker import JobWorker
 from sleuth_common.connect import nats_broker, redis_client
-from sleuth_common.identity import job_verifier_from_settings
+from sleuth_common.health import Dependencies, Readiness, until_up
+from sleuth_common.identity import IdentityVerifier, job_verifier_from_settings
 from sleuth_common.subjects import Subjects
 
 __all__ = ["Agent", "build", "create_app"]
@@ -36,40 +38,48 @@ class Agent:
     broker: NatsBroker
     metrics: Metrics
     redis: Redis
+    deps: Dependencies = field(repr=False)
     worker: JobWorker | None = None
     handler: JobHandler | None = None
     llm: LlmInvestigator | None = None
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = field(default=None, repr=False)
 
-    def status(self) -> dict[str, object]:
-        nc = self.handler.nc if self.handler else None
-        connected = bool(nc and nc.is_connected)
-        return {"ok": connected, "nats": connected, "busy": self.worker.busy if self.worker else 0}
+    async def readiness(self) -> Readiness:
+        return await self.deps.readiness(busy=self.worker.busy if self.worker else 0)
 
     async def start(self) -> None:
-        nc = await self.broker.connect()
-        self.llm = make_llm_investigator(self.settings, self.metrics, self.redis)
-        self.handler = JobHandler(
-            nc, self.settings, self.metrics, self.redis, self.llm,
-            verifier=job_verifier_from_settings(self.settings.identity),
-        )
-        self.worker = JobWorker(
-            nc, Subjects(self.settings.prefix), self.settings.agent, self.handler.handle, self.metrics
-        )
-        await self.worker.start()
-        if self.settings.agent.metrics_port:
+        """Serve /healthz, /readyz and /metrics at once, then connect to NATS (waiting as long as
+        it takes) and pull jobs. Redis is watched, not waited for: a job answered while it is
+        down is answered without its marks (see ``JobHandler``)."""
+        if self.settings.agent.metrics_port and self._http is None:
             config = uvicorn.Config(
-                health_app(self.metrics, self.status),
+                health_app(self.metrics, self.readiness),
                 host=self.settings.agent.host,
                 port=self.settings.agent.metrics_port,
                 log_config=None,
                 access_log=False,
                 lifespan="off",
             )
-            self._http = uvicorn.Server(config)
+            self._http = HealthServer(config)
             self._http_task = asyncio.create_task(self._http.serve())
+        # What reads files (keys, endpoints) first: a mistake there is not retried as NATS is.
+        if self.llm is None:
+            self.llm = make_llm_investigator(self.settings, self.metrics, self.redis)
+        verifier = job_verifier_from_settings(self.settings.identity)
+        self.deps.watch_redis()
+        await until_up(functools.partial(self._pull_jobs, verifier), self.deps.nats_retry)
+        self.deps.set_up = True
         log.info("agent ready: pulling jobs from %s", Subjects(self.settings.prefix).stream_jobs)
+
+    async def _pull_jobs(self, verifier: IdentityVerifier | None) -> None:
+        nc = await self.broker.connect()
+        self.deps.nc = nc
+        self.handler = JobHandler(nc, self.settings, self.metrics, self.redis, self.llm, verifier=verifier)
+        worker = JobWorker(nc, Subjects(self.settings.prefix), self.settings.agent, self.handler.handle, self.metrics,
+                           stream_replicas=self.settings.jetstream.replicas)
+        await worker.start()
+        self.worker = worker
 
     async def stop(self) -> None:
         if self.worker is not None:
@@ -81,20 +91,25 @@ class Agent:
                     await self._http_task
         if self.llm is not None:
             await self.llm.aclose()
+        await self.deps.aclose()
         await self.redis.aclose()
 
 
 def build(settings: Settings) -> Agent:
     """Build without connecting anything."""
+    redis = redis_client(settings.redis)
+    deps = Dependencies(settings.nats, settings.redis, redis)
     broker = nats_broker(
         settings.nats,
         name="sleuth-agent",
         max_reconnect_attempts=-1,
+        reconnect_time_wait=settings.nats.retry_interval,
+        error_cb=deps.nats_retry.nats_error_cb(),
         log_level=logging.DEBUG,
     )
-    redis = redis_client(settings.redis)
-    agent = Agent(settings, FastStream(broker), broker, Metrics(), redis)
-    agent.app.after_startup(agent.start)
+    agent = Agent(settings, FastStream(broker), broker, Metrics(), redis, deps)
+    # Before the broker's own start: that reuses the connection made (and waited for) here.
+    agent.app.on_startup(agent.start)
     agent.app.on_shutdown(agent.stop)
     return agent
 

@@ -1,18 +1,21 @@
-"""Prometheus metrics of one agent process and its /healthz + /metrics HTTP server."""
+"""Prometheus metrics of one agent process and its /healthz, /readyz and /metrics HTTP server."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
 
+import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from sleuth_common.health import Readiness, alive
 from sleuth_common.llm import LlmObserver
 
-__all__ = ["Metrics", "MetricsObserver", "health_app"]
+__all__ = ["HealthServer", "Metrics", "MetricsObserver", "health_app"]
 
 
 class Metrics:
@@ -103,14 +106,27 @@ class MetricsObserver(LlmObserver):
         self.metrics.llm_failover.labels(state).inc()
 
 
-def health_app(metrics: Metrics, status: Callable[[], dict[str, object]]) -> Starlette:
-    """``/healthz`` answers 200 while connected to NATS (503 otherwise); ``/metrics`` for Prometheus."""
+def health_app(metrics: Metrics, readiness: Callable[[], Awaitable[Readiness]]) -> Starlette:
+    """``/healthz`` answers 200 while the process runs; ``/readyz`` 200 when NATS and Redis
+    answer and jobs are pulled (503 naming what is missing); ``/metrics`` for Prometheus."""
 
     async def healthz(_request: Request) -> JSONResponse:
-        body = status()
-        return JSONResponse(body, status_code=200 if body.get("ok") else 503)
+        return JSONResponse(alive())
+
+    async def readyz(_request: Request) -> JSONResponse:
+        state = await readiness()
+        return JSONResponse(state.body(), status_code=state.status_code)
 
     async def metrics_endpoint(_request: Request) -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    return Starlette(routes=[Route("/healthz", healthz), Route("/metrics", metrics_endpoint)])
+    return Starlette(routes=[Route("/healthz", healthz), Route("/readyz", readyz),
+                             Route("/metrics", metrics_endpoint)])
+
+
+class HealthServer(uvicorn.Server):
+    """A uvicorn server that leaves SIGTERM and SIGINT to the process (``__main__``)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield

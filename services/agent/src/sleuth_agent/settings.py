@@ -14,7 +14,7 @@ class AgentSettings(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     metrics_port: int = 9102
-    """Port for ``/healthz`` and ``/metrics``; 0 turns the HTTP server off."""
+    """Port for ``/healthz``, ``/readyz`` and ``/metrics``; 0 turns the HTTP server off."""
     host: str = "127.0.0.1"
     """Address of the health/metrics server."""
     max_concurrent_jobs: int = 4

@@ -32,9 +32,10 @@ log = logging.getLogger(__name__)
 Handler = Callable[[InvestigationJob], Awaitable[object]]
 
 
-async def ensure_jobs_stream(js: JetStreamContext, subjects: Subjects) -> None:
-    """Create the JOBS stream if absent (one definition for every service: sleuth_common.streams)."""
-    await ensure_streams(js, subjects, "jobs")
+async def ensure_jobs_stream(js: JetStreamContext, subjects: Subjects, replicas: int = 1) -> None:
+    """Create the JOBS stream if absent, with ``replicas`` copies (one definition for every
+    service: sleuth_common.streams)."""
+    await ensure_streams(js, subjects, "jobs", replicas=replicas)
 
 
 class JobWorker:
@@ -47,7 +48,9 @@ class JobWorker:
         metrics: Metrics,
         *,
         fetch_timeout: float = 2.0,
+        stream_replicas: int = 1,
     ) -> None:
+        self.stream_replicas = stream_replicas
         self.nc = nc
         self.subjects = subjects
         self.settings = settings
@@ -61,7 +64,7 @@ class JobWorker:
 
     async def start(self) -> None:
         js = self.nc.jetstream()
-        await ensure_jobs_stream(js, self.subjects)
+        await ensure_jobs_stream(js, self.subjects, self.stream_replicas)
         config = ConsumerConfig(
             durable_name=self.subjects.agent_durable,
             ack_policy=AckPolicy.EXPLICIT,

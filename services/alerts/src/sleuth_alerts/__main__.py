@@ -9,6 +9,7 @@ import sys
 from sleuth_alerts.app import create_app
 from sleuth_alerts.settings import Settings
 from sleuth_common.config import load_settings
+from sleuth_common.health import run_until_signalled
 from sleuth_common.logs import configure_logging
 
 
@@ -20,8 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = load_settings(Settings, args.config)
     configure_logging(settings.logging)
+    app = create_app(settings)
     try:
-        asyncio.run(create_app(settings).run())
+        # The webhook server answers at once; the app waits for NATS until SIGTERM ends the wait.
+        asyncio.run(run_until_signalled(app.start, app.stop))
     except KeyboardInterrupt:
         pass
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -25,8 +26,9 @@ from sleuth_alerts.channels import ChannelCommands
 from sleuth_alerts.metrics import Metrics
 from sleuth_alerts.settings import Settings
 from sleuth_alerts.store import Store
-from sleuth_alerts.webhook import webhook_app
+from sleuth_alerts.webhook import WebhookServer, webhook_app
 from sleuth_common.connect import nats_broker, redis_client
+from sleuth_common.health import Dependencies, Readiness, until_up
 from sleuth_common.subjects import Subjects
 
 __all__ = ["Alerts", "build", "create_app"]
@@ -43,6 +45,7 @@ class Alerts:
     broker: NatsBroker
     metrics: Metrics
     redis: Redis
+    deps: Dependencies = field(repr=False)
     clock: Callable[[], float] = time.time
     nc: Nats | None = None
     js: JetStreamContext | None = None
@@ -51,9 +54,8 @@ class Alerts:
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = field(default=None, repr=False)
 
-    def status(self) -> dict[str, object]:
-        connected = bool(self.nc and self.nc.is_connected)
-        return {"ok": connected, "nats": "ok" if connected else "down"}
+    async def readiness(self) -> Readiness:
+        return await self.deps.readiness()
 
     def log_route_access(self) -> None:
         """Say at start which routes refuse every post, and which accept anyone's."""
@@ -88,32 +90,46 @@ class Alerts:
                 )
 
     async def start(self) -> None:
+        """Serve the webhook, /healthz, /readyz and /metrics at once; connect to NATS (waiting as
+        long as it takes), after which posts are stored; then, once Redis answers, batch them.
+        Until NATS is there a post gets 503, which Alertmanager retries."""
         self.log_route_access()
-        subjects = Subjects(self.settings.prefix)
-        self.nc = await self.broker.connect()
-        self.js = self.nc.jetstream(timeout=self.settings.alerts.publish_timeout)
-        await ensure_streams(self.js, subjects)
         cfg = self.settings.alerts
+        if self._http is None:
+            config = uvicorn.Config(
+                webhook_app(self.settings, self.metrics, lambda: self.js, self.readiness),
+                host=cfg.host,
+                port=cfg.port,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+            )
+            self._http = WebhookServer(config)
+            self._http_task = asyncio.create_task(self._http.serve())
         store = Store(
             self.redis, self.settings.prefix, batch_ttl=cfg.batch_ttl(), posted_ttl=cfg.batch_retention_margin
         )
-        self.batcher = Batcher(self.nc, store, self.settings, self.metrics, clock=self.clock)
-        await self.batcher.start()
-        commands = ChannelCommands(store, self.settings, self.clock)
-        self._sub = await self.nc.subscribe(
-            subjects.alerts_channels_all, queue="alerts", cb=commands.on_request
-        )
-        config = uvicorn.Config(
-            webhook_app(self.settings, self.metrics, lambda: self.js, self.status),
-            host=cfg.host,
-            port=cfg.port,
-            log_config=None,
-            access_log=False,
-            lifespan="off",
-        )
-        self._http = uvicorn.Server(config)
-        self._http_task = asyncio.create_task(self._http.serve())
+        self.deps.watch_redis()
+        await until_up(functools.partial(self._connect, store), self.deps.nats_retry)
+        self.deps.set_up = True
         log.info("alerts ready: webhook on http://%s:%d/v1/alertmanager/<route>", cfg.host, cfg.port)
+        # The batcher keeps its windows in Redis: without it there is nothing to batch into.
+        await self.deps.redis_up()
+        assert self.nc is not None
+        batcher = Batcher(self.nc, store, self.settings, self.metrics, clock=self.clock)
+        await batcher.start()
+        self.batcher = batcher
+
+    async def _connect(self, store: Store) -> None:
+        """The connection, the streams posts go to, and the channel commands."""
+        subjects = Subjects(self.settings.prefix)
+        self.nc = self.deps.nc = await self.broker.connect()
+        js = self.nc.jetstream(timeout=self.settings.alerts.publish_timeout)
+        await ensure_streams(js, subjects, self.settings.jetstream.replicas)
+        if self._sub is None:
+            commands = ChannelCommands(store, self.settings, self.clock)
+            self._sub = await self.nc.subscribe(subjects.alerts_channels_all, queue="alerts", cb=commands.on_request)
+        self.js = js
 
     async def stop(self) -> None:
         if self._http is not None:
@@ -126,21 +142,26 @@ class Alerts:
         if self._sub is not None:
             with contextlib.suppress(NatsError):
                 await self._sub.unsubscribe()
+        await self.deps.aclose()
         await self.redis.aclose()
 
 
 def build(settings: Settings, *, clock: Callable[[], float] = time.time) -> Alerts:
     """Build without connecting anything."""
+    redis = redis_client(settings.redis)
+    deps = Dependencies(settings.nats, settings.redis, redis)
     broker = nats_broker(
         settings.nats,
         name="sleuth-alerts",
         max_reconnect_attempts=-1,
+        reconnect_time_wait=settings.nats.retry_interval,
+        error_cb=deps.nats_retry.nats_error_cb(),
         drain_timeout=2,
         log_level=logging.DEBUG,
     )
-    redis = redis_client(settings.redis)
-    alerts = Alerts(settings, FastStream(broker), broker, Metrics(), redis, clock=clock)
-    alerts.app.after_startup(alerts.start)
+    alerts = Alerts(settings, FastStream(broker), broker, Metrics(), redis, deps, clock=clock)
+    # Before the broker's own start: that reuses the connection made (and waited for) here.
+    alerts.app.on_startup(alerts.start)
     alerts.app.on_shutdown(alerts.stop)
     return alerts
 

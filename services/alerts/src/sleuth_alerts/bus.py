@@ -16,10 +16,11 @@ log = logging.getLogger(__name__)
 
 
 
-async def ensure_streams(js: JetStreamContext, subjects: Subjects) -> None:
+async def ensure_streams(js: JetStreamContext, subjects: Subjects, replicas: int = 1) -> None:
     """ALERTS (webhook payloads and alert investigations' answers), CHAT (posts to deliver) and
-    JOBS, as defined once in sleuth_common.streams. An existing stream is left as it is."""
-    await common_ensure_streams(js, subjects, "alerts", "chat", "jobs")
+    JOBS, as defined once in sleuth_common.streams, with ``replicas`` copies. An existing stream
+    is left as it is."""
+    await common_ensure_streams(js, subjects, "alerts", "chat", "jobs", replicas=replicas)
 
 
 async def publish_post(

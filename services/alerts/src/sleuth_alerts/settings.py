@@ -57,7 +57,7 @@ class RouteSettings(_Group):
 
 class AlertsSettings(_Group):
     host: str = "127.0.0.1"
-    """Address of the webhook server (also /healthz and /metrics)."""
+    """Address of the webhook server (also /healthz, /readyz and /metrics)."""
     port: int = 8090
     """Port of the webhook server."""
     routes: list[RouteSettings] = Field(default_factory=list)

@@ -1,4 +1,4 @@
-"""``POST /v1/alertmanager/{route}`` (Alertmanager webhook v4), ``/healthz``, ``/metrics``.
+"""``POST /v1/alertmanager/{route}`` (Alertmanager webhook v4), ``/healthz``, ``/readyz``, ``/metrics``.
 
 A payload is acked 200 only after the ALERTS stream stored it; anything else is an error
 Alertmanager retries (5xx) or a caller's mistake it should not retry (4xx). Before the body is
@@ -10,12 +10,13 @@ an INFO log line naming the reason, never the payload.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import zlib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
 
+import uvicorn
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -29,9 +30,10 @@ from sleuth_alerts.guard import HostCheck, bearer_matches, is_json, origin_allow
 from sleuth_alerts.metrics import Metrics
 from sleuth_alerts.payload import PayloadError, parse_payload
 from sleuth_alerts.settings import RouteSettings, Settings
+from sleuth_common.health import Readiness, alive
 from sleuth_common.subjects import Subjects
 
-__all__ = ["webhook_app"]
+__all__ = ["WebhookServer", "webhook_app"]
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,7 @@ def webhook_app(
     settings: Settings,
     metrics: Metrics,
     js: Callable[[], JetStreamContext | None],
-    status: Callable[[], dict[str, Any]],
+    readiness: Callable[[], Awaitable[Readiness]],
 ) -> Starlette:
     cfg = settings.alerts
     subjects = Subjects(settings.prefix)
@@ -155,8 +157,11 @@ def webhook_app(
             metrics.webhook.labels(label, str(code)).inc()
 
     async def healthz(_request: Request) -> JSONResponse:
-        body = status()
-        return JSONResponse(body, status_code=200 if body.get("ok") else 503)
+        return JSONResponse(alive())
+
+    async def readyz(_request: Request) -> JSONResponse:
+        state = await readiness()
+        return JSONResponse(state.body(), status_code=state.status_code)
 
     async def metrics_endpoint(_request: Request) -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
@@ -165,6 +170,15 @@ def webhook_app(
         routes=[
             Route("/v1/alertmanager/{route}", receive, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
         ]
     )
+
+
+class WebhookServer(uvicorn.Server):
+    """A uvicorn server that leaves SIGTERM and SIGINT to the process (``__main__``)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
@@ -17,6 +17,7 @@ from sleuth_authz_cache.metrics import Metrics
 from sleuth_authz_cache.service import AuthzService
 from sleuth_authz_cache.settings import Settings
 from sleuth_common.connect import nats_broker, redis_client
+from sleuth_common.health import Dependencies, until_up
 from sleuth_common.identity import signer_from_settings
 from sleuth_common.subjects import Subjects
 
@@ -33,9 +34,19 @@ class AuthzCache:
     service: AuthzService
     metrics: Metrics
     redis: Redis
+    deps: Dependencies = field(repr=False)
+
+    async def start(self) -> None:
+        """Connect to NATS, waiting as long as it takes, then answer on the bus. Redis is watched,
+        not waited for: until it answers, scopes are resolved without the cache."""
+        self.deps.watch_redis()
+        self.deps.nc = await until_up(self.broker.connect, self.deps.nats_retry)
+        await self.app.start()
+        self.deps.set_up = True
 
     async def aclose(self) -> None:
         """Cancel in-flight resolutions, close backend and Redis connections (idempotent)."""
+        await self.deps.aclose()
         await self.service.aclose()
         await self.redis.aclose()
 
@@ -69,16 +80,19 @@ def build(settings: Settings, *, backend: AuthzBackend | None = None) -> AuthzCa
         signer=signer_from_settings(settings.identity, issuer=AUTHZ_ISSUER, ttl=settings.identity.job_ttl),
         job_audience=settings.identity.job_audience,
     )
+    deps = Dependencies(settings.nats, settings.redis, redis)
     broker = nats_broker(
         settings.nats,
         name="sleuth-authz-cache",
         max_reconnect_attempts=-1,
+        reconnect_time_wait=settings.nats.retry_interval,
+        error_cb=deps.nats_retry.nats_error_cb(),
         log_level=logging.DEBUG,  # per-message Received/Processed lines: too chatty for INFO
     )
     broker.include_router(
         build_router(service, Subjects(settings.prefix), max_workers=settings.authz_cache.max_concurrent_requests)
     )
-    parts = AuthzCache(settings, FastStream(broker), broker, service, metrics, redis)
+    parts = AuthzCache(settings, FastStream(broker), broker, service, metrics, redis, deps)
     parts.app.after_shutdown(parts.aclose)
     return parts
 

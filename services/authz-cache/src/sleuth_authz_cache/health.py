@@ -1,4 +1,5 @@
-"""``/healthz`` (200 while connected to NATS, else 503) and ``/metrics`` on ``authz_cache.metrics_port``."""
+"""``/healthz`` (200 while the process runs), ``/readyz`` (200 when NATS and Redis answer, else
+503 naming what does not) and ``/metrics`` on ``authz_cache.metrics_port``."""
 
 from __future__ import annotations
 
@@ -6,26 +7,29 @@ import contextlib
 from collections.abc import Iterator
 
 import uvicorn
-from faststream.nats import NatsBroker
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-__all__ = ["HealthServer", "health_app"]
+from sleuth_common.health import Dependencies, alive
+
+__all__ = ["HealthServer", "health_app", "make_server"]
 
 
-def health_app(broker: NatsBroker, registry: CollectorRegistry) -> Starlette:
+def health_app(deps: Dependencies, registry: CollectorRegistry) -> Starlette:
     async def healthz(_: Request) -> Response:
-        connected = await broker.ping(timeout=0.5)
-        return JSONResponse({"nats": "connected" if connected else "disconnected"},
-                            status_code=200 if connected else 503)
+        return JSONResponse(alive())
+
+    async def readyz(_: Request) -> Response:
+        readiness = await deps.readiness()
+        return JSONResponse(readiness.body(), status_code=readiness.status_code)
 
     async def metrics(_: Request) -> Response:
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
-    return Starlette(routes=[Route("/healthz", healthz), Route("/metrics", metrics)])
+    return Starlette(routes=[Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)])
 
 
 class HealthServer(uvicorn.Server):
@@ -36,7 +40,7 @@ class HealthServer(uvicorn.Server):
         yield
 
 
-def make_server(broker: NatsBroker, registry: CollectorRegistry, host: str, port: int) -> HealthServer:
-    config = uvicorn.Config(health_app(broker, registry), host=host, port=port, log_level="warning",
+def make_server(deps: Dependencies, registry: CollectorRegistry, host: str, port: int) -> HealthServer:
+    config = uvicorn.Config(health_app(deps, registry), host=host, port=port, log_level="warning",
                             access_log=False, lifespan="off")
     return HealthServer(config)

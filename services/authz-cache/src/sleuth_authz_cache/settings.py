@@ -17,7 +17,7 @@ class AuthzCacheSettings(BaseModel):
     host: str = "127.0.0.1"
     """Address the health/metrics server listens on."""
     metrics_port: int = 9101
-    """Port of ``/healthz`` and ``/metrics``; 0 turns the server off."""
+    """Port of ``/healthz``, ``/readyz`` and ``/metrics``; 0 turns the server off."""
     token_cache_ttl: float = 30.0
     """Seconds a successful TokenReview stays cached (keyed by the token's SHA-256); 0 = off."""
     max_concurrent_requests: int = 64

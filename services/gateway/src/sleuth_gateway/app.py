@@ -42,6 +42,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/v1/channels/{channel}/messages", channel_api.channel_messages, methods=["GET"]),
         Route("/v1/channels/{channel}/messages", channel_api.post_channel_message, methods=["POST"]),
         Route("/healthz", handlers.healthz, methods=["GET"]),
+        Route("/readyz", handlers.readyz, methods=["GET"]),
         Route("/metrics", handlers.metrics, methods=["GET"]),
     ]
     middleware = [
@@ -50,7 +51,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             HostCheckMiddleware,
             names=settings.gateway.host_names(),
             metrics=gateway.metrics,
-            exempt=("/healthz", "/metrics"),
+            exempt=("/healthz", "/readyz", "/metrics"),
         ),
     ]
     app = Starlette(

@@ -13,6 +13,7 @@ import logging
 import math
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import nats
 from nats.aio.client import Client as NatsClient
@@ -26,6 +27,7 @@ from pydantic import ValidationError
 
 from sleuth_common.config import NatsSettings
 from sleuth_common.connect import nats_connect_options
+from sleuth_common.health import RetryLog
 from sleuth_common.messages import (
     AlertChannelReply,
     AlertChannelRequest,
@@ -49,10 +51,11 @@ class BusError(Exception):
     """The bus could not carry a request (no responder, timeout, disconnected)."""
 
 
-async def ensure_streams(js: JetStreamContext, subjects: Subjects) -> None:
-    """Create the JOBS and CHAT streams if absent (defined once in sleuth_common.streams). An
-    existing stream is left as it is. Safe to call from several replicas at once."""
-    await common_ensure_streams(js, subjects, "jobs", "chat")
+async def ensure_streams(js: JetStreamContext, subjects: Subjects, replicas: int = 1) -> None:
+    """Create the JOBS and CHAT streams if absent (defined once in sleuth_common.streams) with
+    ``replicas`` copies. An existing stream is left as it is. Safe to call from several replicas
+    at once."""
+    await common_ensure_streams(js, subjects, "jobs", "chat", replicas=replicas)
 
 
 class JobWatch:
@@ -147,26 +150,43 @@ class Bus:
         *,
         request_timeout: float,
         publish_timeout: float,
+        stream_replicas: int = 1,
     ) -> None:
         self._settings = nats_settings
+        self.stream_replicas = stream_replicas
         self.subjects = subjects
         self.request_timeout = request_timeout
         self.publish_timeout = publish_timeout
         self._nc: NatsClient | None = None
         self._js: JetStreamContext | None = None
         self._closing = False
+        self._options: dict[str, Any] = {}
+        self._retry: RetryLog | None = None
 
-    async def connect(self) -> None:
-        self._nc = await nats.connect(
-            **nats_connect_options(self._settings, name="sleuth-gateway"),
-            max_reconnect_attempts=-1,
-            reconnect_time_wait=1,
-            error_cb=self._on_error,
-            disconnected_cb=self._on_disconnected,
-            reconnected_cb=self._on_reconnected,
-        )
+    def prepare(self, retry: RetryLog) -> None:
+        """Check the settings (raises ``ConnectConfigError``: a password variable is empty …)
+        before anything waits; ``retry`` says when NATS cannot be reached."""
+        self._options = nats_connect_options(self._settings, name="sleuth-gateway")
+        self._retry = retry
+
+    async def connect(self) -> NatsClient:
+        """Connect (nats-py retries an unreachable server every ``nats.retry_interval`` seconds,
+        for as long as it takes) and make the streams; again after a failure, on the same
+        connection."""
+        if self._retry is None:
+            raise RuntimeError("Bus.prepare() first")
+        if self._nc is None or self._nc.is_closed:
+            self._nc = await nats.connect(
+                **self._options,
+                max_reconnect_attempts=-1,
+                reconnect_time_wait=self._settings.retry_interval,
+                error_cb=self._retry.nats_error_cb(self._on_error),
+                disconnected_cb=self._on_disconnected,
+                reconnected_cb=self._on_reconnected,
+            )
         self._js = self._nc.jetstream(timeout=self.publish_timeout)
-        await ensure_streams(self._js, self.subjects)
+        await ensure_streams(self._js, self.subjects, self.stream_replicas)
+        return self._nc
 
     async def close(self) -> None:
         self._closing = True

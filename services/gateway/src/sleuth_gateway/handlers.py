@@ -1,8 +1,8 @@
-"""HTTP edges: /v1/whoami, /v1/query (JSON or Server-Sent Events), /v1/conversation, health, metrics."""
+"""HTTP edges: /v1/whoami, /v1/query (JSON or Server-Sent Events), /v1/conversation, /healthz,
+/readyz, /metrics."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -12,12 +12,12 @@ from typing import Any, Literal
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from redis.exceptions import RedisError
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from sleuth_common.health import alive
 from sleuth_common.messages import HistoryTurn, InvestigationJob, InvestigationResult, JobProgress, Requester
 from sleuth_gateway.auth import Identity, bearer_token, is_refused
 from sleuth_gateway.body import parse_json_object, read_body
@@ -48,6 +48,7 @@ __all__ = [
     "http_error",
     "metrics",
     "query",
+    "readyz",
     "whoami",
 ]
 
@@ -361,23 +362,15 @@ async def clear_conversation(request: Request) -> Response:
 
 
 async def healthz(request: Request) -> Response:
-    gw = _gw(request)
-    nats_ok = gw.bus.connected
-    redis_ok = False
-    if gw.redis is not None:
-        try:
-            redis_ok = bool(await asyncio.wait_for(gw.redis.ping(), gw.settings.redis.timeout + 0.5))
-        except (RedisError, TimeoutError, OSError):
-            redis_ok = False
-    body: dict[str, Any] = {
-        "status": "ok" if nats_ok and redis_ok else "unavailable",
-        "nats": "ok" if nats_ok else "down",
-        "redis": "ok" if redis_ok else "down",
-    }
-    if not (nats_ok and redis_ok):
-        down = [name for name, ok in (("nats", nats_ok), ("redis", redis_ok)) if not ok]
-        body["error"] = f"{' and '.join(down)} {'is' if len(down) == 1 else 'are'} down"
-    return _json(request, body, 200 if nats_ok and redis_ok else 503)
+    """Liveness: 200 while the process answers, whatever NATS and Redis do."""
+    return _json(request, alive())
+
+
+async def readyz(request: Request) -> Response:
+    """Readiness: 200 when NATS (with the streams and the CHAT consumer) and Redis answer, else
+    503 naming what does not."""
+    readiness = await _gw(request).deps.readiness()
+    return _json(request, readiness.body(), readiness.status_code)
 
 
 async def metrics(request: Request) -> Response:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from sleuth_common.connect import redis_client
+from sleuth_common.health import Dependencies, cancel_and_wait, until_up
 from sleuth_common.subjects import Subjects
 from sleuth_gateway.auth import Authenticator
 from sleuth_gateway.bus import Bus
@@ -24,7 +25,8 @@ __all__ = ["Gateway"]
 
 
 class Gateway:
-    """Built by ``create_app`` without connecting; ``start()`` connects NATS and Redis."""
+    """Built by ``create_app`` without connecting; ``start()`` builds what requests use and
+    connects NATS in the background (``/readyz`` says when it is done)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -35,9 +37,12 @@ class Gateway:
             self.subjects,
             request_timeout=settings.authz.request_timeout,
             publish_timeout=settings.gateway.publish_timeout,
+            stream_replicas=settings.jetstream.replicas,
         )
         self.requests_per_user = ConcurrencyGate(settings.gateway.max_requests_per_user)
         self.redis: Redis | None = None
+        self._deps: Dependencies | None = None
+        self._connecting: asyncio.Task[None] | None = None
         self._authenticator: Authenticator | None = None
         self._ratelimiter: RateLimiter | None = None
         self._read_ratelimiter: RateLimiter | None = None
@@ -50,6 +55,12 @@ class Gateway:
     def authenticator(self) -> Authenticator:
         assert self._authenticator is not None, "the gateway is not started"
         return self._authenticator
+
+    @property
+    def deps(self) -> Dependencies:
+        """NATS and Redis as ``/readyz`` reports them."""
+        assert self._deps is not None, "the gateway is not started"
+        return self._deps
 
     @property
     def ratelimiter(self) -> RateLimiter:
@@ -80,8 +91,13 @@ class Gateway:
         return self._channels
 
     async def start(self) -> None:
+        """Build what requests use and start connecting; returns at once. Until NATS answers
+        (retried every ``nats.retry_interval`` seconds, for as long as it takes) and while Redis
+        does not, requests that need them get 503. A configuration error is raised here."""
         cfg = self.settings
         self.redis = redis_client(cfg.redis, decode_responses=True)
+        self._deps = Dependencies(cfg.nats, cfg.redis, self.redis)
+        self.bus.prepare(self._deps.nats_retry)
         key_prefix = f"{cfg.prefix}:gateway"
         g = cfg.gateway
         self._ratelimiter = RateLimiter(self.redis, key_prefix, g.rate_limit_capacity, g.rate_limit_refill_per_second)
@@ -102,21 +118,29 @@ class Gateway:
             self.redis, key_prefix, cfg.gateway.conversation_ttl, cfg.gateway.conversation_max_messages
         )
         self._channels = ChannelStore(self.redis, key_prefix, cfg.gateway.channel_max_messages)
+        # Not waited for: requests answer 503 until Redis answers, and /readyz says so.
+        self._deps.watch_redis()
+        self._connecting = asyncio.create_task(self._connect(self._deps, self._channels), name="gateway-connect")
+
+    async def _connect(self, deps: Dependencies, channels: ChannelStore) -> None:
         try:
-            await self.redis.ping()
-        except (RedisError, OSError) as exc:
-            # Not fatal: requests answer 503 until Redis is back, and /healthz says so.
-            log.warning("Redis is not answering at start-up: %s", exc)
-        await self.bus.connect()
-        self._chat = ChatConsumer(
-            self.bus.nats, self.subjects, self._channels, {c.name for c in cfg.gateway.channels}
-        )
-        await self._chat.start()
-        log.info("gateway ready", extra={"url": cfg.gateway.url()})
+            deps.nc = await until_up(self.bus.connect, deps.nats_retry)
+            chat = ChatConsumer(deps.nc, self.subjects, channels, {c.name for c in self.settings.gateway.channels})
+            await until_up(chat.start, deps.nats_retry)
+        except Exception:  # the task's edge: say why the gateway will not get ready
+            log.exception("the gateway could not connect to NATS")
+            raise
+        self._chat = chat
+        deps.set_up = True
+        log.info("gateway ready", extra={"url": self.settings.gateway.url()})
 
     async def stop(self) -> None:
+        if self._connecting is not None:
+            await cancel_and_wait(self._connecting)
         if self._chat is not None:
             await self._chat.stop()
         await self.bus.close()
+        if self._deps is not None:
+            await self._deps.aclose()
         if self.redis is not None:
             await self.redis.aclose()

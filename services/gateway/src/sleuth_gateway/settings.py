@@ -16,7 +16,7 @@ class GatewaySettings(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     host: str = "127.0.0.1"
-    """Address the HTTP server (API, web chat, /healthz, /metrics) listens on."""
+    """Address the HTTP server (API, web chat, /healthz, /readyz, /metrics) listens on."""
     port: int = 8080
     """Port of the HTTP server."""
     public_url: str = ""
@@ -98,8 +98,8 @@ class GatewaySettings(BaseModel):
     ``localhost``, ``[::1]``, ``host`` (unless it listens on every address) and the host of
     ``public_url``, which are always allowed. ``name`` matches any port, ``name:port`` only
     that port, ``*.example.com`` any subdomain; ``*`` turns the check off. Others get 400
-    "unknown host". ``/healthz`` and ``/metrics`` (no user data; probes and scrapers use the pod
-    IP) are not checked."""
+    "unknown host". ``/healthz``, ``/readyz`` and ``/metrics`` (no user data; probes and
+    scrapers use the pod IP) are not checked."""
     max_json_depth: int = 32
     """Deepest nesting of arrays and objects accepted in a request body; deeper gets 400."""
     header_timeout: float = 10.0

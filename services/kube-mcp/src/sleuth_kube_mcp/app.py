@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from sleuth_common.health import OK, Readiness, alive
 from sleuth_common.identity import IdentityError, verifier_from_settings
 from sleuth_kube_mcp._identity import IdentityGate
 from sleuth_kube_mcp._metrics import Metrics
@@ -61,7 +62,7 @@ def identity_gate(settings: Settings) -> IdentityGate:
 
 
 def create_mcp_server(settings: Settings, access: ClusterAccess | None = None) -> tuple[MCPServer, Metrics]:
-    """The MCP server with the tools and the /healthz and /metrics routes (no transport yet)."""
+    """The MCP server with the tools and the /healthz, /readyz and /metrics routes (no transport yet)."""
     k = settings.kube_mcp
     access = access or load_access(k.kubeconfig, k.context, k.service_account_dir)
     gate = identity_gate(settings)
@@ -95,11 +96,20 @@ def create_mcp_server(settings: Settings, access: ClusterAccess | None = None) -
     register_tools(server, reader, metrics, gate)
     server.identity_gate = gate  # type: ignore[attr-defined]  # read by create_app
 
+    # Only the caller's own token is read with: kube-mcp needs no credentials of its own.
+    callers_only = gate.accept_caller_token and gate.require and gate.verifier is None
+
     @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)
     async def healthz(_request: Request) -> Response:
+        return JSONResponse(alive())
+
+    @server.custom_route("/readyz", methods=["GET"], include_in_schema=False)
+    async def readyz(_request: Request) -> Response:
         # Nothing about where or how it reads the API (that is for the log, not for anyone who
         # can reach the port).
-        return JSONResponse({"status": "ok", "cluster": k.cluster_name})
+        problem = "" if callers_only else access.credentials_problem()
+        readiness = Readiness({"kubernetes": problem or OK}, {"cluster": k.cluster_name})
+        return JSONResponse(readiness.body(), status_code=readiness.status_code)
 
     @server.custom_route("/metrics", methods=["GET"], include_in_schema=False)
     async def metrics_route(_request: Request) -> Response:
@@ -110,8 +120,9 @@ def create_mcp_server(settings: Settings, access: ClusterAccess | None = None) -
 
 
 def create_app(settings: Settings, access: ClusterAccess | None = None) -> Starlette:
-    """The ASGI app: streamable HTTP MCP at ``/mcp`` (stateless, JSON responses), ``/healthz``,
-    ``/metrics``. Reads kubeconfig / service-account files, connects to nothing until a call.
+    """The ASGI app: streamable HTTP MCP at ``/mcp`` (stateless, JSON responses), ``/healthz``
+    (alive), ``/readyz`` (its Kubernetes credentials are loaded), ``/metrics``. Reads kubeconfig /
+    service-account files, connects to nothing until a call.
     Raises :class:`sleuth_kube_mcp.kube.KubeConfigError` when no cluster access is configured."""
     server, metrics = create_mcp_server(settings, access)
     app = server.streamable_http_app(

@@ -15,7 +15,7 @@ class KubeMcpSettings(BaseModel):
     host: str = "127.0.0.1"
     """Address to listen on (``0.0.0.0`` in a pod)."""
     port: int = 8181
-    """Port for ``/mcp``, ``/healthz`` and ``/metrics``."""
+    """Port for ``/mcp``, ``/healthz``, ``/readyz`` and ``/metrics``."""
     kubeconfig: str = ""
     """Kubeconfig file to read the cluster with; empty = in-cluster service account."""
     service_account_dir: str = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -25,7 +25,7 @@ class KubeMcpSettings(BaseModel):
     context: str = ""
     """Kubeconfig context; empty = the file's current-context."""
     cluster_name: str = ""
-    """Name of the cluster this server reads, shown in the server's instructions and ``/healthz``."""
+    """Name of the cluster this server reads, shown in the server's instructions and ``/readyz``."""
     accept_caller_token: bool = False
     """Accept the ``Authorization: Bearer`` token of an MCP request (a person's own Kubernetes
     token) and read with it instead of the configured credentials (their own RBAC then applies)."""

@@ -32,7 +32,22 @@ class ClusterAccess:
     token: str = ""
     token_file: str = ""
     source: str = ""
+    client_cert: bool = False
+    """The kubeconfig names a client certificate (loaded into ``ssl_context``)."""
     _cached: tuple[float, str] = field(default=(0.0, ""), repr=False)
+
+    def credentials_problem(self) -> str:
+        """Why there are no credentials of its own to read with ("" = there are): a token, a
+        token file that reads non-empty, or a client certificate. Names no path (it is shown on
+        ``/readyz``)."""
+        if self.token or self.client_cert:
+            return ""
+        if self.token_file:
+            try:
+                return "" if self.default_token() else "the token file is missing or empty"
+            except OSError:
+                return "the token file cannot be read"
+        return "no token or client certificate is configured"
 
     def default_token(self) -> str:
         """The configured bearer token ("" when the kubeconfig authenticates by client cert)."""
@@ -119,6 +134,7 @@ def from_kubeconfig(path: str, context: str = "") -> ClusterAccess:
         token=str(user.get("token") or ""),
         token_file=_resolve(base, user.get("tokenFile", "")),
         source=f"kubeconfig {p} context {ctx_name}",
+        client_cert=bool(cert and key),
     )
 
 
