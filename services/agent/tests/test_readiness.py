@@ -20,6 +20,7 @@ from sleuth_agent.worker import ensure_jobs_stream
 from sleuth_common.health import cancel_and_wait
 from sleuth_common.messages import InvestigationJob, InvestigationResult, Requester
 from sleuth_common.subjects import Subjects
+from tests.readiness import readiness_when
 
 pytestmark = pytest.mark.connected
 
@@ -56,14 +57,6 @@ async def running(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         await agent.broker.stop()
 
 
-async def readiness_when(client: httpx.AsyncClient, **expected: object) -> dict[str, object]:
-    """The /readyz body once it shows ``expected`` (within 5 s)."""
-    async with asyncio.timeout(5):
-        while True:
-            body = (await client.get("/readyz")).json()
-            if body.items() >= expected.items():
-                return body
-            await asyncio.sleep(0.02)
 
 
 async def answer_to_one_job(url: str) -> InvestigationResult:

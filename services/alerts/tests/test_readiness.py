@@ -17,6 +17,7 @@ from sleuth.embedded import NatsServer, ValkeyServer, free_port
 from sleuth_alerts import Alerts, Settings, build
 from sleuth_common.health import cancel_and_wait
 from sleuth_common.subjects import Subjects
+from tests.readiness import readiness_when
 
 from .conftest import TOKENS, Bus, alert, make_settings, payload
 
@@ -58,14 +59,6 @@ async def running(settings: Settings) -> AsyncIterator[tuple[Alerts, asyncio.Tas
         await service.broker.stop()
 
 
-async def readiness_when(client: httpx.AsyncClient, **expected: object) -> dict[str, object]:
-    """The /readyz body once it shows ``expected`` (within 5 s)."""
-    async with asyncio.timeout(5):
-        while True:
-            body = (await client.get("/readyz")).json()
-            if body.items() >= expected.items():
-                return body
-            await asyncio.sleep(0.02)
 
 
 @contextlib.asynccontextmanager

@@ -20,6 +20,7 @@ from sleuth_authz_cache.settings import Settings
 from sleuth_common.health import cancel_and_wait
 from sleuth_common.messages import ScopeReply, ScopeRequest
 from sleuth_common.subjects import Subjects
+from tests.readiness import readiness_when
 
 from .conftest import FakeBackend
 
@@ -59,14 +60,6 @@ async def running(settings: Settings, backend: FakeBackend) -> AsyncIterator[htt
         await parts.aclose()
 
 
-async def readiness_when(client: httpx.AsyncClient, **expected: object) -> dict[str, object]:
-    """The /readyz body once it shows ``expected`` (within 5 s)."""
-    async with asyncio.timeout(5):
-        while True:
-            body = (await client.get("/readyz")).json()
-            if body.items() >= expected.items():
-                return body
-            await asyncio.sleep(0.02)
 
 
 async def ask_scope(url: str, user: str, groups: tuple[str, ...]) -> ScopeReply:

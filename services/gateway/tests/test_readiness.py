@@ -3,7 +3,6 @@ once per retry interval in its log), then ready and answering by itself once the
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import pytest
 from sleuth.embedded import NatsServer, ValkeyServer, free_port
 from sleuth_common.subjects import Subjects
 from sleuth_gateway import Settings, create_app
+from tests.readiness import readiness_when
 
 from .conftest import PREFIX, FakeAgent, FakeAuthz, auth, serve, wait_ready
 
@@ -42,14 +42,6 @@ async def ready_state(client: httpx.AsyncClient) -> tuple[int, dict[str, Any]]:
     return resp.status_code, resp.json()
 
 
-async def readiness_when(client: httpx.AsyncClient, **expected: object) -> dict[str, Any]:
-    """The /readyz body once it shows ``expected`` (within 5 s)."""
-    async with asyncio.timeout(5):
-        while True:
-            body = (await client.get("/readyz")).json()
-            if body.items() >= expected.items():
-                return body
-            await asyncio.sleep(0.02)
 
 
 async def test_started_before_nats_it_waits_then_answers(
