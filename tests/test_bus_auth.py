@@ -147,6 +147,7 @@ PUBLISH = [
     Pub("agent", S.authz_authenticate, False, "only the gateway may ask who a token is"),
     Pub("alerts", S.authz_authenticate, False, "no token oracle for the alerts service"),
     Pub("gateway", S.authz_authenticate, True, "logins"),
+    Pub("gateway", S.authz_scope, True, "`access`, `diagnostics` and whoami show the asker's own scope"),
     Pub("agent", S.authz_invalidate, False, "only the gateway's `refresh`"),
     Pub("gateway", S.authz_inventory, False, "every tenant's object names are for the agent's filter only"),
     Pub("alerts", S.authz_inventory, False, "every tenant's object names are for the agent's filter only"),
@@ -298,6 +299,19 @@ async def test_only_the_agent_consumes_jobs(login: Any, streams: None) -> None:
     await msgs[0].ack_sync(timeout=2)
     assert not agent.errors
     assert (await gjs.stream_info(S.stream_jobs)).state.messages == 0  # acked: gone from the work queue
+
+
+async def test_the_gateway_reads_stream_state_and_changes_nothing(login: Any, streams: None) -> None:
+    """`diagnostics`: message and consumer counts of every stream, never a change."""
+    gateway = await login("gateway")
+    gjs = gateway.nc.jetstream(timeout=1)
+    for stream in (S.stream_jobs, S.stream_chat, S.stream_alerts):
+        assert (await gjs.stream_info(stream)).config.name == stream
+        await gjs.consumers_info(stream)
+    assert not gateway.errors
+    with pytest.raises(NatsTimeoutError):
+        await gjs.purge_stream(S.stream_alerts)
+    assert await gateway.refusal()
 
 
 async def test_a_service_cannot_use_another_services_consumer(login: Any, streams: None) -> None:

@@ -14,8 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import httpx2
 import nats
 import pytest
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from sleuth.embedded.stack import Stack, StackPorts, StackSpec, restart_nats
 from tests.snapshot_names import tenant_names
@@ -60,6 +63,32 @@ def test_whoami(stack: Stack) -> None:
     assert "request_id" in r.json()
 
 
+def test_access_whoami_and_diagnostics_with_the_real_authz_cache(stack: Stack, demo_snapshot: Path) -> None:
+    def get(user: str, path: str) -> dict:
+        r = httpx.get(f"{stack.gateway_url}{path}", headers={"Authorization": f"Bearer {stack.token(user)}"})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    alice = get("alice", "/v1/whoami")["access"]
+    assert alice == {"demo": {"cluster_wide": False, "namespaces": ["team-a"]}}
+    answer = ask(stack, "alice", "access please").json()["answer"]
+    assert "**demo**: namespaces `team-a`" in answer
+    assert_no_names(answer, tenant_names(demo_snapshot, "team-b"))
+    refused = ask(stack, "alice", "diagnostics").json()["answer"]
+    assert "for cluster admins" in refused
+    assert get("carol", "/v1/whoami")["access"]["demo"]["cluster_wide"] is True
+
+    # The gateway's own NATS user may ask for scopes and read stream state (no permission
+    # violation turning into a timeout), and nothing of its credentials shows.
+    report = ask(stack, "carol", "diagnostics").json()["answer"]
+    assert "**demo** `kube`" in report and "/healthz 200 ok" in report and "/readyz 200 ok" in report
+    assert "`SLEUTH_JOBS`" in report and "`agent`:" in report and "`SLEUTH_ALERTS`" in report
+    assert "no answer" not in report and "consumers not readable" not in report
+    assert "**Redis**: PING" in report  # used memory: INFO is not among its Redis user's commands
+    for secret in (*stack.credentials.nats.values(), *stack.credentials.redis.values()):
+        assert secret not in report
+
+
 def test_alice_gets_a_scoped_diagnosis(stack: Stack, demo_snapshot: Path) -> None:
     r = ask(stack, "alice", "what is failing in team-a?")
     assert r.status_code == 200, r.text
@@ -93,6 +122,53 @@ def test_carol_sees_both_tenants(stack: Stack, demo_snapshot: Path) -> None:
         result = r.json()["result"]
         assert result["status"] == "diagnosed"
         assert result["root_cause"]["resource"].split("/")[1] == ns
+
+
+async def test_mcp_client_asks_as_alice_through_the_whole_stack(stack: Stack, demo_snapshot: Path) -> None:
+    """An MCP client (the SDK a person's AI client uses) against the gateway's /mcp as alice: a
+    diagnosis of team-a with progress on the way, nothing of team-b, and how long it took next to
+    the same question over POST /v1/query (printed; timing is measured, never asserted)."""
+    question = "what is failing in team-a?"
+    team_b = tenant_names(demo_snapshot, "team-b")
+    progress: list[str] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+
+    headers = {"Authorization": f"Bearer {stack.token('alice')}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        Client(streamable_http_client(f"{stack.gateway_url}/mcp", http_client=http)) as client,
+    ):
+        # An AI client lists the tools when it connects (and the SDK validates answers against them).
+        assert sorted(t.name for t in (await client.list_tools()).tools) == ["ask", "whoami"]
+        # First (it also takes the client's one-time cost of its first answer off the timing
+        # below): naming a team-b workload.
+        workload = sorted(n for n in team_b if "-" in n)[0]
+        foreign = await client.call_tool("ask", {"question": f"why is {workload} failing in team-b?"})
+        t0 = time.perf_counter()
+        result = await client.call_tool("ask", {"question": question}, progress_callback=on_progress)
+        mcp_seconds = time.perf_counter() - t0
+    async with httpx.AsyncClient(headers=headers, timeout=60) as api:
+        t0 = time.perf_counter()
+        r = await api.post(f"{stack.gateway_url}/v1/query", json={"query": question})
+        api_seconds = time.perf_counter() - t0
+    print(f"\nlatency of {question!r} as alice: MCP ask {mcp_seconds * 1000:.0f} ms, "
+          f"POST /v1/query {api_seconds * 1000:.0f} ms")
+
+    assert not result.is_error, result
+    answer = result.structured_content
+    assert answer is not None and answer["user"] == "alice"
+    assert answer["result"]["status"] == "diagnosed"
+    assert answer["result"]["root_cause"]["resource"].split("/")[1] == "team-a"
+    assert "E01" in result.content[0].text
+    assert progress and progress[0] == "accepted: investigating" and len(progress) >= 3, progress
+    assert r.status_code == 200 and r.json()["result"]["root_cause"] == answer["result"]["root_cause"]
+    assert_no_names([answer, progress], team_b)
+    # Naming a team-b workload gets the access answer, and nothing else of team-b.
+    assert foreign.structured_content["result"]["status"] in {"denied", "insufficient_evidence"}
+    assert "access" in foreign.content[0].text.lower()
+    assert_no_names(foreign.model_dump(mode="json"), team_b - {workload})
 
 
 def test_bad_input_gets_clear_errors(stack: Stack) -> None:

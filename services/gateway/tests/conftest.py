@@ -24,11 +24,14 @@ from sleuth.embedded import NatsServer, ValkeyServer, free_port
 from sleuth_common.messages import (
     AuthenticateReply,
     AuthenticateRequest,
+    ClusterScope,
     Evidence,
     InvestigationJob,
     InvestigationResult,
     JobProgress,
     RootCause,
+    ScopeReply,
+    ScopeRequest,
 )
 from sleuth_common.subjects import Subjects
 from sleuth_gateway import Settings, create_app
@@ -38,6 +41,7 @@ PREFIX = "sleuth"
 TOKENS = {
     "t-alice": ("alice", ("team-a",)),
     "t-bob": ("bob", ("team-b",)),
+    "t-carol": ("carol", ("sre",)),  # cluster-wide on every cluster (CLUSTER_ADMINS)
     # Sleuth's own identities (the embedded stack's, and service accounts of the sleuth namespace)
     # and a service account of a tenant, which is not Sleuth's.
     "t-sleuth-reader": ("sleuth-reader", ("sleuth:readers",)),
@@ -46,6 +50,9 @@ TOKENS = {
     "t-sa-group": ("robot", ("system:serviceaccounts:sleuth",)),
     "t-sa-elsewhere": ("system:serviceaccount:team-a:ci", ("system:serviceaccounts", "system:serviceaccounts:team-a")),
 }
+SCOPES: dict[str, tuple[str, ...]] = {"alice": ("team-a",), "bob": ("team-b",)}
+"""Namespaces per user on every cluster FakeAuthz answers for; ``CLUSTER_ADMINS`` read them all."""
+CLUSTER_ADMINS = {"carol": ("default", "team-a", "team-b")}
 
 
 def auth(token: str) -> dict[str, str]:
@@ -53,17 +60,39 @@ def auth(token: str) -> dict[str, str]:
 
 
 class FakeAuthz:
-    """Answers ``authenticate`` for the demo tokens; counts the requests it saw."""
+    """Answers ``authenticate`` for the demo tokens (counting them) and ``scope`` from ``SCOPES``
+    for ``clusters``; a cluster in ``failing`` is in the reply's errors, as authz-cache does.
+    ``scope_broken``: scope replies are malformed (authz-cache cannot say)."""
 
     def __init__(self, nc: NatsClient, subjects: Subjects) -> None:
         self.nc = nc
         self.subjects = subjects
         self.requests = 0
+        self.clusters: tuple[str, ...] = ("demo",)
+        self.failing: set[str] = set()
+        self.scope_broken = False
 
     async def start(self) -> FakeAuthz:
         await self.nc.subscribe(self.subjects.authz_authenticate, queue="authz", cb=self._on_request)
+        await self.nc.subscribe(self.subjects.authz_scope, queue="authz", cb=self._on_scope)
         await self.nc.flush()
         return self
+
+    async def _on_scope(self, msg: Msg) -> None:
+        if self.scope_broken:
+            await msg.respond(b"{}")
+            return
+        req = ScopeRequest.model_validate_json(msg.data)
+        clusters, errors = {}, {}
+        for name in self.clusters:
+            if name in self.failing:
+                errors[name] = "the cluster's API did not answer"
+            elif req.user in CLUSTER_ADMINS:
+                clusters[name] = ClusterScope(namespaces=CLUSTER_ADMINS[req.user], cluster_wide=True)
+            else:
+                clusters[name] = ClusterScope(namespaces=SCOPES.get(req.user, ()))
+        reply = ScopeReply(user=req.user, groups=req.groups, clusters=clusters, errors=errors)
+        await msg.respond(reply.to_bytes())
 
     async def _on_request(self, msg: Msg) -> None:
         self.requests += 1

@@ -17,7 +17,8 @@ NATS rules of thumb, checked by tests/test_bus_auth.py against a real server:
 - JetStream: each service gets the ``$JS.API`` subjects of its own streams (info, create) and
   its own durable consumers (info, create, next) and the ``$JS.ACK`` subjects of those
   consumers, never ``$JS.API.>``: it cannot read, purge or delete a stream it does not own, nor
-  make a consumer on one.
+  make a consumer on one. The gateway also sees every stream's state for ``diagnostics`` (stream
+  info and consumer lists: counts, never messages).
 """
 
 from __future__ import annotations
@@ -105,13 +106,17 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
     perms = {
         "gateway": NatsPermissions(
             publish=(
-                s.authz_authenticate, s.authz_invalidate, s.jobs_investigate, s.alerts_channels_all,
-                schedules_all, reports_all, audit,
+                s.authz_authenticate, s.authz_invalidate, s.authz_scope, s.jobs_investigate,
+                s.alerts_channels_all, schedules_all, reports_all, audit,
                 *_stream(jobs), *_stream(chat), *_consumer(chat, GATEWAY_CHAT_DURABLE),
+                # `diagnostics`: read-only state (message and consumer counts, consumers' pending
+                # counts) of the streams it does not make; no messages, no changes.
+                f"$JS.API.STREAM.INFO.{alerts}", *(f"$JS.API.CONSUMER.LIST.{x}" for x in (jobs, chat, alerts)),
             ),
             subscribe=(progress_all, s.jobs_done_all, inbox("gateway")),
-            note="asks authz-cache who a token is, submits jobs, watches their progress and "
-                 "results, consumes CHAT, sends alerts/schedules/reports commands",
+            note="asks authz-cache who a token is and what they may read, submits jobs, watches "
+                 "their progress and results, consumes CHAT, sends alerts/schedules/reports "
+                 "commands, reads stream state (diagnostics)",
         ),
         "authz-cache": NatsPermissions(
             publish=(audit, *_replies_to("gateway", "agent", "alerts", "scheduler", "reporter")),

@@ -372,6 +372,7 @@ class Stack:
             "Sleuth is up.",
             f"  web chat     {self.gateway_url}/",
             f"  HTTP API     POST {self.gateway_url}/v1/query   (Authorization: Bearer <token>)",
+            f"  MCP          {self.gateway_url}/mcp   (your own AI client, same token; see the README)",
             f"  cluster      {self.cluster_name} (simulated) at {self.simcluster_url}",
             f"  kube-mcp     {self.kube_mcp_url}",
             f"  alerts       POST {self.alerts_url}/v1/alertmanager/team-a  (answers in channel #team-a-alerts)",

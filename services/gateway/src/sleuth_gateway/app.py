@@ -1,9 +1,9 @@
-"""``create_app(settings)``: the gateway's ASGI app (API, web chat, health, metrics)."""
+"""``create_app(settings)``: the gateway's ASGI app (API, MCP endpoint, web chat, health, metrics)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from sleuth_gateway import channel_api, handlers, web
 from sleuth_gateway.errors import ApiError
+from sleuth_gateway.mcp_server import McpEndpoint
 from sleuth_gateway.middleware import HostCheckMiddleware, RequestContextMiddleware
 from sleuth_gateway.runtime import Gateway
 from sleuth_gateway.settings import Settings
@@ -23,14 +24,15 @@ def create_app(settings: Settings | None = None) -> Starlette:
     """Build the app; nothing connects until the ASGI lifespan starts."""
     settings = settings or Settings()
     gateway = Gateway(settings)
+    mcp = McpEndpoint(gateway)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await gateway.start()
-        try:
+        async with AsyncExitStack() as stack:
+            await gateway.start()
+            stack.push_async_callback(gateway.stop)
+            await stack.enter_async_context(mcp.running())
             yield
-        finally:
-            await gateway.stop()
 
     routes = [
         Route("/", web.index, methods=["GET"]),
@@ -41,6 +43,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/v1/channels", channel_api.list_channels, methods=["GET"]),
         Route("/v1/channels/{channel}/messages", channel_api.channel_messages, methods=["GET"]),
         Route("/v1/channels/{channel}/messages", channel_api.post_channel_message, methods=["POST"]),
+        # Streamable HTTP MCP for people's own AI clients; GET and DELETE get a clear 405 there.
+        Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
         Route("/healthz", handlers.healthz, methods=["GET"]),
         Route("/readyz", handlers.readyz, methods=["GET"]),
         Route("/metrics", handlers.metrics, methods=["GET"]),

@@ -1,9 +1,11 @@
-"""Web-chat channels over HTTP: list them, read them, post to them (``alerts on|off|status``).
+"""Web-chat channels over HTTP: list them, read them, post to them (chat commands).
 
 ``GET /v1/channels`` → the caller's channels; ``GET /v1/channels/{channel}/messages`` →
 ``{"channel", "messages": [{"id", "author", "text", "created_at", "origin", "html", ...}]}``
-newest last; ``POST /v1/channels/{channel}/messages {"text"}`` stores the message and runs a
-command in it. Members only (``gateway.channels[].members``); others get 403, unknown channels 404.
+newest last; ``POST /v1/channels/{channel}/messages {"text"}`` stores the message and, when
+the whole message is a command, answers it there (``run_command`` with ``surface="web"``: the
+same answers as everywhere, except that nothing of the poster's own access is shown to the
+channel). Members only (``gateway.channels[].members``); others get 403, unknown channels 404.
 A post takes a token from the poster's question bucket (as a question does), a read from their
 read bucket; over either: 429 with Retry-After.
 """
@@ -16,13 +18,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from sleuth_common.messages import AlertChannelRequest
 from sleuth_gateway.auth import Identity
 from sleuth_gateway.body import parse_json_object, read_body
-from sleuth_gateway.bus import BusError
 from sleuth_gateway.channels import channel_message
-from sleuth_gateway.commands import HELP_TEXT, parse_command
-from sleuth_gateway.errors import BadRequest, DependencyUnavailable, NotFound, PayloadTooLarge
+from sleuth_gateway.commands import parse_command, run_command
+from sleuth_gateway.errors import BadRequest, NotFound, PayloadTooLarge
 from sleuth_gateway.handlers import _gw, _identify, _json, _take_question
 from sleuth_gateway.render import render_markdown
 from sleuth_gateway.settings import ChannelSettings
@@ -83,23 +83,10 @@ async def post_channel_message(request: Request) -> Response:
     posted = [channel_message(text, identity.user)]
     await gw.channels.append(channel.name, posted[0])
     command = parse_command(text)
-    reply = ""
-    if command is not None and command.name == "alerts":
-        req = AlertChannelRequest(
-            op=command.arg,  # type: ignore[arg-type]  # parse_command gives only on/off/status
-            channel=f"web:{channel.name}",
-            user=identity.user,
-            groups=identity.groups,
+    if command is not None:
+        reply = await run_command(
+            gw, identity, command, surface="web", token=request.state.token, channel=channel.name
         )
-        try:
-            answer = await gw.bus.alerts_command(req, cfg.alerts_timeout)
-        except BusError as exc:
-            raise DependencyUnavailable(f"alerts are unavailable ({exc}); try again shortly") from exc
-        reply = answer.text
-        log.info("alerts command", extra={"user": identity.user, "channel": channel.name, "op": command.arg})
-    elif command is not None and command.name == "help":
-        reply = HELP_TEXT
-    if reply:
         posted.append(channel_message(reply, BOT, origin="command"))
         await gw.channels.append(channel.name, posted[1])
     return _json(request, {"channel": channel.name, "messages": _with_html(posted)})

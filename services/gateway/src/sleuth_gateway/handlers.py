@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
@@ -18,20 +16,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from sleuth_common.health import alive
-from sleuth_common.messages import HistoryTurn, InvestigationJob, InvestigationResult, JobProgress, Requester
+from sleuth_common.messages import HistoryTurn, JobProgress
+from sleuth_gateway import asking
+from sleuth_gateway.asking import TIMEOUT_MESSAGE, Asking
 from sleuth_gateway.auth import Identity, bearer_token, is_refused
 from sleuth_gateway.body import parse_json_object, read_body
-from sleuth_gateway.bus import BusError, JobWatch
-from sleuth_gateway.commands import HELP_TEXT, Command, parse_command
+from sleuth_gateway.commands import Command, caller_access, parse_command, run_command
 from sleuth_gateway.conversation import answer_message, question_message
 from sleuth_gateway.errors import (
     ApiError,
     BadRequest,
-    BusUnavailable,
     DependencyUnavailable,
     Forbidden,
-    JobTimeout,
-    PayloadTooLarge,
     RateLimited,
 )
 from sleuth_gateway.middleware import on_finish
@@ -52,7 +48,6 @@ __all__ = [
     "whoami",
 ]
 
-TIMEOUT_MESSAGE = "the investigation did not finish in time"
 _SSE_HEARTBEAT = 15.0
 _MAX_HISTORY = 50
 
@@ -79,15 +74,16 @@ def _json(
     return JSONResponse({**body, "request_id": _rid(request)}, status_code=status, headers=headers)
 
 
+def _note_refused(gw: Gateway, exc: ApiError, request_id: str, user: str) -> None:
+    """Count (by the guard's reason) and log a refusal, wherever the caller is told about it."""
+    if exc.reason:
+        gw.metrics.refused.labels(reason=exc.reason).inc()
+    log.info("refused: %s", exc.message, extra={"request_id": request_id, "user": user, "status": exc.status})
+
+
 async def api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    if exc.reason:
-        _gw(request).metrics.refused.labels(reason=exc.reason).inc()
-    log.info(
-        "refused: %s",
-        exc.message,
-        extra={"request_id": _rid(request), "user": getattr(request.state, "user", ""), "status": exc.status},
-    )
+    _note_refused(_gw(request), exc, _rid(request), getattr(request.state, "user", ""))
     return _json(request, {"error": exc.message, **exc.extra}, exc.status, exc.headers)
 
 
@@ -116,24 +112,22 @@ async def _identify(request: Request, *, bucket: Literal["read", "none"] = "read
         )
     on_finish(request, lambda: gate.leave(identity.user))
     if bucket == "read":
-        decision = await gw.read_ratelimiter.take(identity.user)
-        if not decision.allowed:
-            raise RateLimited(
-                f"too many requests: try again in {max(1, round(decision.retry_after))} s",
-                decision.retry_after,
-                reason="read_rate",
-            )
+        await _take_read(gw, identity)
     return identity
 
 
-async def _take_question(gw: Gateway, identity: Identity, what: str) -> None:
-    """One token from the user's question bucket (questions and channel posts), or 429."""
-    decision = await gw.ratelimiter.take(identity.user)
+async def _take_read(gw: Gateway, identity: Identity) -> None:
+    """One token from the user's read bucket (everything that is not a question or a post), or 429."""
+    decision = await gw.read_ratelimiter.take(identity.user)
     if not decision.allowed:
-        gw.metrics.rate_limited.inc()
         raise RateLimited(
-            f"too many {what}: try again in {max(1, round(decision.retry_after))} s", decision.retry_after
+            f"too many requests: try again in {max(1, round(decision.retry_after))} s",
+            decision.retry_after,
+            reason="read_rate",
         )
+
+
+_take_question = asking.take_question
 
 
 def _parse_query(raw: bytes, question_limit: int, max_depth: int) -> QueryBody:
@@ -145,12 +139,7 @@ def _parse_query(raw: bytes, question_limit: int, max_depth: int) -> QueryBody:
             f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors()[:5]
         )
         raise BadRequest(f"invalid request: {' '.join(problems.split())}") from None
-    if not body.query.strip():
-        raise BadRequest("query must not be empty")
-    if len(body.query) > question_limit:
-        raise PayloadTooLarge(
-            f"the question is {len(body.query)} characters long; the limit is {question_limit} characters"
-        )
+    asking.check_question(body.query, question_limit)
     return body
 
 
@@ -178,8 +167,16 @@ def _stream(
 
 
 async def whoami(request: Request) -> Response:
+    """``{"user", "groups", "access": {cluster: {"cluster_wide", "namespaces"}}}`` (the answer of
+    the ``access`` command); ``"access": null`` and ``"access_error"`` while authz-cache cannot
+    say, so signing in still works."""
     identity = await _identify(request)
-    return _json(request, {"user": identity.user, "groups": list(identity.groups)})
+    body: dict[str, Any] = {"user": identity.user, "groups": list(identity.groups)}
+    try:
+        body["access"] = (await caller_access(_gw(request), identity)).as_json()
+    except DependencyUnavailable as exc:
+        body.update(access=None, access_error=exc.message)
+    return _json(request, body)
 
 
 async def query(request: Request) -> Response:
@@ -188,14 +185,7 @@ async def query(request: Request) -> Response:
     identity = await _identify(request, bucket="none")
     raw = await read_body(request, cfg.max_body_bytes, cfg.body_timeout)
     body = _parse_query(raw, cfg.question_limit, cfg.max_json_depth)
-    await _take_question(gw, identity, "questions")
-    slot = await gw.inflight.acquire(identity.user)
-    if slot is None:
-        raise RateLimited(
-            f"too many questions in flight: at most {gw.inflight.limit} at once; wait for one to finish",
-            2.0,
-            reason="inflight",
-        )
+    slot = await asking.admit(gw, identity)
     # Released when the response is finished (a stream's last event sent, or its client gone).
     on_finish(request, lambda: gw.inflight.release(identity.user, slot))
     command = parse_command(body.query)
@@ -207,21 +197,7 @@ async def query(request: Request) -> Response:
 async def _command(request: Request, identity: Identity, text: str, command: Command) -> Response:
     gw = _gw(request)
     rid = _rid(request)
-    if command.name == "refresh":
-        try:
-            await gw.bus.invalidate(identity.user)
-        except BusError as exc:
-            raise DependencyUnavailable(f"authorization is unavailable ({exc}); try again shortly") from exc
-        gw.authenticator.forget_user(identity.user)
-        answer = "Done: your access will be checked again on your next question."
-    elif command.name == "alerts":
-        answer = (
-            f"`alerts {command.arg}` works in a channel (it changes what everyone there sees); "
-            "post it in one of your channels instead of this private conversation."
-        )
-    else:
-        answer = HELP_TEXT
-    log.info("command", extra={"request_id": rid, "user": identity.user, "command": command.name})
+    answer = await run_command(gw, identity, command, surface="api", token=request.state.token)
     await gw.conversations.append(identity.user, question_message(text, rid))
     await gw.conversations.append(identity.user, answer_message(answer, rid, command=command.name))
     payload = {
@@ -242,108 +218,43 @@ async def _command(request: Request, identity: Identity, text: str, command: Com
 
 async def _investigate(request: Request, identity: Identity, body: QueryBody) -> Response:
     gw = _gw(request)
-    cfg = gw.settings.gateway
     rid = _rid(request)
-    t0 = time.monotonic()
-    if body.history is not None:
-        history = tuple(body.history)
-    else:
-        history = await gw.conversations.history(identity.user, cfg.history_turns)
-    job_id = uuid.uuid4().hex
-    # The agent trusts the requester only with authz-cache's signature over it (a fresh one per job).
-    assertion = await gw.authenticator.assertion(request.state.token)
-    job = InvestigationJob(
-        id=job_id,
+    asked = await asking.submit(
+        gw,
+        identity,
+        request.state.token,
+        body.query,
+        request_id=rid,
         origin="api",
-        requester=Requester(user=identity.user, groups=identity.groups),
-        question=body.query,
-        history=history,
+        history=tuple(body.history) if body.history is not None else None,
         review=body.review,
-        deadline=time.time() + cfg.answer_timeout,
-        reply_subject=gw.bus.subjects.jobs_done(job_id),
-        identity=assertion,
     )
-    try:
-        watch = await gw.bus.watch(job.id)
-    except BusError as exc:
-        raise BusUnavailable(f"the investigation service is unavailable ({exc}); try again shortly") from exc
-    try:
-        await gw.bus.submit(job)
-    except BusError as exc:
-        await watch.close()
-        raise BusUnavailable(f"the investigation service is unavailable ({exc}); try again shortly") from exc
-    log.info(
-        "question submitted",
-        extra={"request_id": rid, "user": identity.user, "job_id": job.id, "chars": len(body.query)},
-    )
-    await gw.conversations.append(identity.user, question_message(body.query, rid))
-
     if _wants_stream(request):
-        return _stream(
-            request, _job_events(gw, watch, job, identity, rid, t0), background=BackgroundTask(watch.close)
-        )
-    try:
-        result = await watch.result(job.deadline)
-    except TimeoutError:
-        await _finish_timeout(gw, job, identity, rid, t0)
-        raise JobTimeout(TIMEOUT_MESSAGE, job_id=job.id) from None
-    finally:
-        await watch.close()
-    return _json(request, await _finish(gw, job, identity, rid, t0, result))
+        return _stream(request, _job_events(gw, asked), background=BackgroundTask(asked.watch.close))
+    return _json(request, await asking.wait(gw, asked))
 
 
-async def _finish(
-    gw: Gateway, job: InvestigationJob, identity: Identity, rid: str, t0: float, result: InvestigationResult
-) -> dict[str, Any]:
-    gw.metrics.query_seconds.observe(time.monotonic() - t0)
-    log.info(
-        "answer delivered",
-        extra={"request_id": rid, "user": identity.user, "job_id": job.id, "status": result.status},
-    )
-    await gw.conversations.append(
-        identity.user, answer_message(result.answer_markdown, rid, result=result, job_id=job.id)
-    )
-    return {
-        "answer": result.answer_markdown,
-        "answer_html": render_markdown(result.answer_markdown),
-        "result": result.public_json(),
-        "user": identity.user,
-        "job_id": job.id,
-    }
-
-
-async def _finish_timeout(
-    gw: Gateway, job: InvestigationJob, identity: Identity, rid: str, t0: float
-) -> None:
-    gw.metrics.query_seconds.observe(time.monotonic() - t0)
-    log.warning("investigation timed out", extra={"request_id": rid, "user": identity.user, "job_id": job.id})
-    await gw.conversations.append(
-        identity.user, answer_message(f"Sorry: {TIMEOUT_MESSAGE}.", rid, job_id=job.id)
-    )
-
-
-async def _job_events(
-    gw: Gateway, watch: JobWatch, job: InvestigationJob, identity: Identity, rid: str, t0: float
-) -> AsyncIterator[str]:
+async def _job_events(gw: Gateway, asked: Asking) -> AsyncIterator[str]:
     """SSE: ``accepted``, then ``progress``…, then ``result`` (or ``error``); ``: keepalive`` comments."""
+    job, rid = asked.job, asked.request_id
     try:
-        yield _sse("accepted", {"job_id": job.id, "user": identity.user, "request_id": rid})
+        yield _sse("accepted", {"job_id": job.id, "user": asked.identity.user, "request_id": rid})
         try:
-            async for item in watch.events(job.deadline, heartbeat=_SSE_HEARTBEAT):
+            async for item in asked.watch.events(job.deadline, heartbeat=_SSE_HEARTBEAT):
                 if item is None:
                     yield ": keepalive\n\n"
                 elif isinstance(item, JobProgress):
                     yield _sse("progress", item.model_dump(mode="json", exclude={"kind", "schema_version"}))
                 else:
-                    payload = await _finish(gw, job, identity, rid, t0, item)
+                    payload = await asking.finish(gw, asked, item)
                     yield _sse("result", {**payload, "request_id": rid})
         except TimeoutError:
-            await _finish_timeout(gw, job, identity, rid, t0)
+            await asking.finish_timeout(gw, asked)
             yield _sse(
                 "error", {"error": TIMEOUT_MESSAGE, "status": 504, "job_id": job.id, "request_id": rid}
             )
     finally:
-        await watch.close()
+        await asked.watch.close()
 
 
 async def conversation(request: Request) -> Response:

@@ -36,5 +36,14 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.mcp_tool_calls = Counter(
+            "sleuth_gateway_mcp_tool_calls",
+            "MCP tool calls at /mcp by tool and outcome: ok, limited (a per-user limit: 429), "
+            "timeout (the investigation did not finish in time), error (anything else the caller "
+            "was told), hidden (a tool not offered to the caller).",
+            ["tool", "outcome"],
+            registry=self.registry,
+        )
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -9,7 +9,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from sleuth_common.channels import ChannelSettings
 from sleuth_common.config import ServiceSettings
 
-__all__ = ["ChannelSettings", "GatewaySettings", "Settings"]
+__all__ = ["ChannelSettings", "GatewaySettings", "McpEndpointSettings", "Settings"]
+
+
+class McpEndpointSettings(BaseModel):
+    """``gateway.mcp``: Sleuth as an MCP server at ``POST /mcp`` for people's own AI clients
+    (tools ``ask`` and ``whoami``, the caller's own bearer token, the API's limits)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    enabled: bool = True
+    """Serve ``/mcp``. ``false`` turns it off (kill switch): every request gets 403 with a JSON
+    body saying so; ``/v1/query`` and the web chat are not affected."""
+    heartbeat: float = Field(default=15.0, gt=0)
+    """Seconds without news from the investigation after which ``ask`` sends a "still
+    investigating" progress notification (keeps the client's stream and its patience alive)."""
 
 
 class GatewaySettings(BaseModel):
@@ -47,6 +61,8 @@ class GatewaySettings(BaseModel):
     """Messages kept per channel (oldest dropped first)."""
     alerts_timeout: float = 3.0
     """Seconds to wait for the alerts service to answer ``alerts on|off|status``."""
+    mcp: McpEndpointSettings = Field(default_factory=McpEndpointSettings)
+    """The MCP endpoint ``/mcp`` (see ``McpEndpointSettings``)."""
 
     # -- abuse limits per user
     max_inflight_per_user: int = 4

@@ -1,0 +1,47 @@
+"""``parse_command``: whole-message chat commands (DESIGN §5).
+
+A message is a command only when, once case, punctuation, mentions and politeness are set aside,
+nothing but the command is left: "Help!", "refresh please", "@sleuth diagnostics", "Access?".
+A message that merely mentions a command word ("can you help me understand why api restarts?",
+"what does refresh do?", "help refresh") is a question.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["ALERT_OPS", "COMMANDS", "POLITE", "Command", "parse_command"]
+
+POLITE = frozenset(
+    {"please", "pls", "plz", "thanks", "thank", "you", "thx", "hi", "hello", "hey", "sleuth", "kindly"}
+)
+"""Words that never change what a message asks for."""
+COMMANDS = frozenset({"help", "refresh", "access", "diagnostics"})
+"""One-word commands."""
+ALERT_OPS = frozenset({"on", "off", "status"})
+"""``alerts <op>``."""
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    """``help``, ``refresh``, ``access``, ``diagnostics`` or ``alerts``."""
+    arg: str = ""
+    """``on``, ``off`` or ``status`` for ``alerts``; empty otherwise."""
+
+
+def _words(text: str) -> list[str]:
+    words = re.sub(r"[^\w\s-]", " ", text.lower().replace("@", " ")).split()
+    stripped = (w.strip("-_") for w in words)
+    return [w for w in stripped if w and w not in POLITE]
+
+
+def parse_command(text: str) -> Command | None:
+    """``Command`` when the whole message is a command, else ``None`` (a question)."""
+    words = _words(text)
+    if len(words) == 1 and words[0] in COMMANDS:
+        return Command(words[0])
+    if len(words) == 2 and words[0] == "alerts" and words[1] in ALERT_OPS:
+        return Command("alerts", words[1])
+    return None

@@ -1,0 +1,169 @@
+"""``run_command``: one runner for every chat surface (web chat and API, web-chat channels, the
+MCP ``ask`` tool, Mattermost later), so a command answers the same wherever it is said."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from sleuth_common.messages import AlertChannelRequest
+from sleuth_gateway.auth import Identity
+from sleuth_gateway.bus import BusError
+from sleuth_gateway.commands._access import Access, caller_access
+from sleuth_gateway.commands._diagnostics import diagnostics
+from sleuth_gateway.commands._parse import ALERT_OPS, Command
+from sleuth_gateway.errors import ApiError, DependencyUnavailable
+from sleuth_gateway.runtime import Gateway
+
+__all__ = ["help_text", "run_command"]
+
+log = logging.getLogger(__name__)
+
+_PRIVATE_ONLY = (
+    "`{name}` shows your own access, so I answer it only in your private conversation "
+    "(everyone in this channel would read it here)."
+)
+REFUSED_DIAGNOSTICS = (
+    "Sorry: `diagnostics` is for cluster admins (people who can read every configured cluster "
+    "cluster-wide). Your platform team can run it for you."
+)
+
+
+async def run_command(
+    gw: Gateway,
+    identity: Identity,
+    command: Command,
+    *,
+    surface: str,
+    token: str | None = None,
+    channel: str | None = None,
+) -> str:
+    """Run ``command`` for ``identity`` and return the answer (Markdown).
+
+    ``surface``: where it was said (``api`` = web chat and HTTP API, ``web`` = a web-chat
+    channel, ``mcp``, ``mattermost``), for the log line and a channel's chat target
+    (``<surface>:<channel>``). ``channel``: the channel it was said in when others read the
+    answer there (the caller checked membership), ``None`` in a private conversation; commands
+    that show the caller's own access answer only in private. ``token``: the caller's bearer
+    token where the surface has one; no command needs it today, and it is never logged.
+
+    Raises ``DependencyUnavailable`` (an ``ApiError``, status 503) when what the command needs
+    (authz-cache, the bus, the alerts service) does not answer; ``diagnostics`` reports broken
+    parts in its answer instead. One log line per command: user, command, surface, channel,
+    outcome.
+    """
+    del token  # accepted for surfaces that have one; nothing uses it yet
+    t0 = time.monotonic()
+    outcome = "error"
+    try:
+        answer, outcome = await _dispatch(gw, identity, command, surface, channel)
+    except ApiError as exc:
+        outcome = exc.reason or type(exc).__name__
+        raise
+    finally:
+        log.info(
+            "command",
+            extra={
+                "user": identity.user,
+                "command": command.name,
+                "arg": command.arg,
+                "surface": surface,
+                "channel": channel or "",
+                "outcome": outcome,
+                "duration_ms": round((time.monotonic() - t0) * 1000, 1),
+            },
+        )
+    return answer
+
+
+async def _dispatch(
+    gw: Gateway, identity: Identity, command: Command, surface: str, channel: str | None
+) -> tuple[str, str]:
+    """``(answer, outcome)``."""
+    if command.name == "refresh":
+        try:
+            await gw.bus.invalidate(identity.user)
+        except BusError as exc:
+            raise DependencyUnavailable(f"authorization is unavailable ({exc}); try again shortly") from exc
+        gw.authenticator.forget_user(identity.user)
+        return "Done: your access will be checked again on your next question.", "ok"
+    if command.name == "access":
+        if channel is not None:
+            return _PRIVATE_ONLY.format(name="access"), "private_only"
+        return (await caller_access(gw, identity)).markdown(identity), "ok"
+    if command.name == "diagnostics":
+        if channel is not None:
+            return _PRIVATE_ONLY.format(name="diagnostics"), "private_only"
+        access = await caller_access(gw, identity)
+        if not access.cluster_admin:
+            return REFUSED_DIAGNOSTICS, "refused"
+        return await diagnostics(gw, access), "ok"
+    if command.name == "alerts" and command.arg in ALERT_OPS:
+        return await _alerts(gw, identity, command.arg, surface, channel)
+    return await help_text(gw, identity, channel), "ok"
+
+
+async def _alerts(
+    gw: Gateway, identity: Identity, op: str, surface: str, channel: str | None
+) -> tuple[str, str]:
+    if channel is None:
+        return (
+            f"`alerts {op}` works in a channel (it changes what everyone there sees); "
+            "post it in one of your channels instead of this private conversation.",
+            "not_here",
+        )
+    req = AlertChannelRequest(
+        op=op,  # type: ignore[arg-type]  # one of ALERT_OPS
+        channel=f"{surface}:{channel}",
+        user=identity.user,
+        groups=identity.groups,
+    )
+    try:
+        reply = await gw.bus.alerts_command(req, gw.settings.gateway.alerts_timeout)
+    except BusError as exc:
+        raise DependencyUnavailable(f"alerts are unavailable ({exc}); try again shortly") from exc
+    return reply.text, "ok"
+
+
+async def _access_or_none(gw: Gateway, identity: Identity) -> Access | None:
+    try:
+        return await caller_access(gw, identity)
+    except DependencyUnavailable:
+        return None
+
+
+async def help_text(gw: Gateway, identity: Identity, channel: str | None = None) -> str:
+    """What this deployment offers this caller: ``alerts …`` where they have a channel,
+    ``diagnostics`` for cluster admins (in private). In a channel, nothing of the caller's own
+    access shows (every member reads the answer)."""
+    access = None if channel is not None else await _access_or_none(gw, identity)
+    own = access.namespaces() if access is not None else []
+    namespace = own[0] if own else "my-namespace"
+    has_channel = channel is not None or any(
+        c.admits(identity.user, identity.groups) for c in gw.settings.gateway.channels
+    )
+    where = " (in your private conversation)" if channel is not None else ""
+    lines = [
+        "**Sleuth** investigates your Kubernetes clusters read-only and answers with evidence.",
+        "",
+        "Ask a question in plain words, for example:",
+        "",
+        f"- `what is failing in {namespace}?`",
+        f"- `why is the api deployment in {namespace} crashing?`",
+        "",
+        "Commands (the whole message):",
+        "",
+        "- `help` — this text",
+        "- `refresh` — re-check your access now (after your permissions changed)",
+        f"- `access` — what you can read, per cluster{where}",
+    ]
+    if has_channel:
+        lines.append(
+            "- `alerts on` / `alerts off` / `alerts status` — in a channel: investigate the alerts "
+            "posted there with your access (everyone in the channel then sees what you can see), "
+            "stop that, or show who does"
+        )
+    if access is not None and access.cluster_admin:
+        lines.append("- `diagnostics` — how Sleuth's parts are doing (cluster admins)")
+    lines += ["", "You only ever see what your own Kubernetes credentials let you read."]
+    return "\n".join(lines)
