@@ -5,6 +5,8 @@ them (``sleuth_common.identity``'s settings loaders), not by looking at the PEM 
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -14,6 +16,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from sleuth.cli import main as cli_main
 from sleuth.commands.keys import CACHE_KEY, SIGNERS, ensure_keys
 from sleuth.embedded.stack import IDENTITY_SIGNERS
 from sleuth_common.config import IdentitySettings
@@ -33,8 +36,22 @@ def test_the_pairs_are_the_ones_the_stack_signs_with() -> None:
 
 
 def sleuth_keys(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sleuth.cli", "keys", *args],
+    """``sleuth keys ARGS`` in this process (the CLI's own ``main``; a usage error exits 2 as
+    argparse does); ``test_the_command_runs_as_installed`` runs the real console entry once."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli_main(["keys", *args])
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return subprocess.CompletedProcess(["sleuth", "keys", *args], code, out.getvalue(), err.getvalue())
+
+
+def test_the_command_runs_as_installed(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "sleuth.cli", "keys", "--out", str(tmp_path / "k")],
                           capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert FILES <= {p.name for p in (tmp_path / "k").iterdir()}
 
 
 def contents(d: Path) -> dict[str, bytes]:
