@@ -175,12 +175,18 @@ class Stack:
             self._start_simcluster()
             self._write_config()
             env = {AUTHZ_TOKEN_ENV: self.token("sleuth-authz"), **self.spec.extra_env}
-            self._service("kube-mcp", "sleuth_kube_mcp", env, health=p.kube_mcp)
-            self._service("authz-cache", "sleuth_authz_cache", env, health=p.authz_metrics)
-            for i in range(self.spec.agents):
-                self.start_agent(i, env)
-            self._service("gateway", "sleuth_gateway", env, health=p.gateway)
-            self._service("alerts", "sleuth_alerts", env, health=p.alerts)
+            # All at once, then each waited for: every service waits for NATS and Redis by itself
+            # and reaches the others per request, so none needs another to be ready first.
+            starting = [
+                (self._service("kube-mcp", "sleuth_kube_mcp", env, health=p.kube_mcp, wait=False), p.kube_mcp),
+                (self._service("authz-cache", "sleuth_authz_cache", env, health=p.authz_metrics, wait=False),
+                 p.authz_metrics),
+                *(self._start_agent(i, env) for i in range(self.spec.agents)),
+                (self._service("gateway", "sleuth_gateway", env, health=p.gateway, wait=False), p.gateway),
+                (self._service("alerts", "sleuth_alerts", env, health=p.alerts, wait=False), p.alerts),
+            ]
+            for proc, port in starting:
+                self._wait_healthy(proc, port)
         except BaseException:
             self.stop()
             raise
@@ -293,7 +299,7 @@ class Stack:
         return [{"name": "team-a-alerts", "members": ["user:alice", *groups, "group:platform-admins"]}]
 
     def _service(self, name: str, module: str, env: dict[str, str], health: int | None,
-                 extra_args: list[str] | None = None) -> ManagedProcess:
+                 extra_args: list[str] | None = None, *, wait: bool = True) -> ManagedProcess:
         user = "agent" if name.startswith("agent") else name
         if user in SERVICES:  # its own NATS and Redis login, nobody else's (kube-mcp uses neither)
             env = {**self.credentials.service_env(user), **env}
@@ -312,20 +318,26 @@ class Stack:
             log_path=self.logs / f"{name}.log", env=env,
         ).start()
         self.procs.append(proc)
-        if health:
+        if health and wait:
             self._wait_healthy(proc, health)
         return proc
 
     def start_agent(self, index: int = 0, env: dict[str, str] | None = None) -> ManagedProcess:
-        """Start one more agent worker (they share the durable JOBS consumer)."""
+        """Start one more agent worker (they share the durable JOBS consumer) and wait until it
+        is ready."""
+        proc, port = self._start_agent(index, env)
+        self._wait_healthy(proc, port)
+        return proc
+
+    def _start_agent(self, index: int, env: dict[str, str] | None) -> tuple[ManagedProcess, int]:
         env = env or {AUTHZ_TOKEN_ENV: self.token("sleuth-authz"), **self.spec.extra_env}
         # Only the first worker serves health/metrics on the fixed port; the others pick a free one.
         port = self.spec.ports.agent_metrics if index == 0 and not self.agents else free_port()
         env = {**env, "SLEUTH_AGENT__METRICS_PORT": str(port)}
         proc = self._service(f"agent-{len(self.agents)}" if self.agents or index else "agent",
-                             "sleuth_agent", env, health=port)
+                             "sleuth_agent", env, health=port, wait=False)
         self.agents.append(proc)
-        return proc
+        return proc, port
 
     def _wait_healthy(self, proc: ManagedProcess, port: int, timeout: float = 30.0) -> None:
         """Until ``/readyz`` answers 200 (connected to what it needs and set up on it)."""
