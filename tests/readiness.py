@@ -18,3 +18,16 @@ async def readiness_when(client: httpx.AsyncClient, **expected: object) -> dict[
             if body.items() >= expected.items():
                 return body
             await asyncio.sleep(0.02)
+
+
+async def alive(client: httpx.AsyncClient) -> None:
+    """Once /healthz answers that the process lives (within 5 s; connection refusals while it
+    starts are waited out)."""
+    async with asyncio.timeout(5):
+        while True:
+            try:
+                if (await client.get("/healthz")).json() == {"status": "alive"}:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.02)

@@ -352,3 +352,40 @@ def dump(obj: Any) -> str:
 
 def rmtree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def demo_token(user: str) -> str:
+    """A demo user's bearer token (scenarios/demo/snapshot.yaml)."""
+    import yaml
+
+    meta = yaml.safe_load((ROOT / "scenarios" / "demo" / "snapshot.yaml").read_text())
+    return str(meta["users"][user]["token"])
+
+
+def ask(gateway_url: str, user: str, question: str) -> httpx.Response:
+    """``POST /v1/query`` as a demo user."""
+    return httpx.post(f"{gateway_url}/v1/query", json={"query": question},
+                      headers={"Authorization": f"Bearer {demo_token(user)}"}, timeout=90)
+
+
+def assert_alice_is_answered_from_team_a_only(gateway_url: str, logs: str = "") -> float:
+    """What every deployment must do end to end: alice's question is diagnosed in team-a with
+    evidence, nothing of team-b comes back, and a token nobody issued is refused. Returns the
+    question's latency in seconds."""
+    from tests.snapshot_names import tenant_names
+
+    t0 = time.monotonic()
+    r = ask(gateway_url, "alice", "what is failing in team-a?")
+    asked = time.monotonic() - t0
+    assert r.status_code == 200, f"{r.status_code} {r.text}\n{logs}"
+    body = r.json()
+    assert body["result"]["status"] == "diagnosed", body
+    assert body["result"]["root_cause"]["resource"].split("/")[1] == "team-a"
+    assert "E01" in body["answer"]
+    text = json.dumps(body)
+    leaked = sorted(n for n in tenant_names(ROOT / "scenarios" / "demo", "team-b") if n in text)
+    assert not leaked, f"team-b names reached alice: {leaked}"
+    refused = httpx.post(f"{gateway_url}/v1/query", json={"query": "what is failing in team-a?"},
+                         headers={"Authorization": "Bearer never-issued"}, timeout=30)
+    assert refused.status_code == 401, refused.text
+    return asked

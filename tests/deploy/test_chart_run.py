@@ -26,7 +26,15 @@ import pytest
 import yaml
 
 from tests.deploy.chart import render_chart
-from tests.deploy.runner import ROOT, Mount, Runner, Unit, keda_lag
+from tests.deploy.runner import (
+    ROOT,
+    Mount,
+    Runner,
+    Unit,
+    ask,
+    assert_alice_is_answered_from_team_a_only,
+    keda_lag,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -264,32 +272,15 @@ def chart_stack(tmp_path_factory: pytest.TempPathFactory):
         runner.stop_all()
 
 
-def _token(user: str) -> str:
-    meta = yaml.safe_load((ROOT / "scenarios" / "demo" / "snapshot.yaml").read_text())
-    return str(meta["users"][user]["token"])
-
-
 def _gateway_url(runner: Runner, objects: list[dict[str, Any]]) -> str:
     svc = next(o for o in objects if o["kind"] == "Service" and o["metadata"]["name"].endswith("gateway"))
     return runner.url(f"{svc['metadata']['name']}.{NAMESPACE}.svc", int(svc["spec"]["ports"][0]["port"]))
 
 
-def _ask(url: str, user: str, question: str) -> httpx.Response:
-    return httpx.post(f"{url}/v1/query", json={"query": question}, headers={"Authorization": f"Bearer {_token(user)}"},
-                      timeout=90)
-
-
 def test_the_rendered_deployments_run_and_answer_a_question_end_to_end(chart_stack) -> None:
     runner, objects, units, up = chart_stack
     assert {c.rsplit("-", 1)[-1] for c in units} >= {"gateway", "agent", "alerts", "mcp", "cache"}
-    t0 = time.monotonic()
-    r = _ask(_gateway_url(runner, objects), "alice", "what is failing in team-a?")
-    asked = time.monotonic() - t0
-    assert r.status_code == 200, f"{r.status_code} {r.text}\n{runner.logs()}"
-    body = r.json()
-    assert body["result"]["status"] == "diagnosed", body
-    assert body["result"]["root_cause"]["resource"].split("/")[1] == "team-a"
-    assert "E01" in body["answer"]
+    asked = assert_alice_is_answered_from_team_a_only(_gateway_url(runner, objects), runner.logs())
     print(f"\nchart run: up in {up:.1f}s, question answered in {asked:.2f}s")
 
 
@@ -303,7 +294,7 @@ def test_the_scaledobject_signal_counts_queued_jobs_and_falls_to_zero_when_agent
     endpoint = runner.net.rewrite(meta["natsServerMonitoringEndpoint"], "", [])
     lag = lambda: keda_lag(endpoint, meta["account"], meta["stream"], meta["consumer"])  # noqa: E731
     gateway = _gateway_url(runner, objects)
-    assert _ask(gateway, "carol", "what is failing in team-b?").status_code == 200  # the consumer exists
+    assert ask(gateway, "carol", "what is failing in team-b?").status_code == 200  # the consumer exists
     assert lag() == 0
 
     agent_units = next(v for k, v in units.items() if k.endswith("agent"))
@@ -313,7 +304,7 @@ def test_the_scaledobject_signal_counts_queued_jobs_and_falls_to_zero_when_agent
     answers: list[httpx.Response] = []
     users = ["alice", "carol"]
     threads = [threading.Thread(target=lambda i=i: answers.append(
-        _ask(gateway, users[i % 2], "what is failing in team-a?"))) for i in range(n)]
+        ask(gateway, users[i % 2], "what is failing in team-a?"))) for i in range(n)]
     for t in threads:
         t.start()
     seen: list[int] = []

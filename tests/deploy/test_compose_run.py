@@ -15,7 +15,14 @@ import httpx
 import pytest
 import yaml
 
-from tests.deploy.runner import ROOT, Mount, Runner, Unit, shell_words
+from tests.deploy.runner import (
+    ROOT,
+    Mount,
+    Runner,
+    Unit,
+    assert_alice_is_answered_from_team_a_only,
+    shell_words,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -144,11 +151,6 @@ def compose_stack(tmp_path_factory: pytest.TempPathFactory):
         runner.stop_all()
 
 
-def _demo_token(user: str) -> str:
-    meta = yaml.safe_load((ROOT / "scenarios" / "demo" / "snapshot.yaml").read_text())
-    return str(meta["users"][user]["token"])
-
-
 def test_every_compose_service_runs_and_a_question_is_answered_end_to_end(compose_stack) -> None:
     runner, doc, _dotenv, up = compose_stack
     once = {n for n, s in doc["services"].items() if s.get("restart") == "no"}
@@ -159,15 +161,7 @@ def test_every_compose_service_runs_and_a_question_is_answered_end_to_end(compos
     assert len(agents) == 2, agents
     published = {str(p).split(":")[-1] for p in doc["services"]["gateway"].get("ports", [])}
     assert "8080" in published
-    t0 = time.monotonic()
-    r = httpx.post(f"{runner.url('gateway', 8080)}/v1/query", json={"query": "what is failing in team-a?"},
-                   headers={"Authorization": f"Bearer {_demo_token('alice')}"}, timeout=60)
-    asked = time.monotonic() - t0
-    assert r.status_code == 200, f"{r.status_code} {r.text}\n{runner.logs()}"
-    body = r.json()
-    assert body["result"]["status"] == "diagnosed", body
-    assert body["result"]["root_cause"]["resource"].split("/")[1] == "team-a"
-    assert "E01" in body["answer"]
+    asked = assert_alice_is_answered_from_team_a_only(runner.url("gateway", 8080), runner.logs())
     print(f"\ncompose run: up in {up:.1f}s, question answered in {asked:.2f}s; per unit: "
           + ", ".join(f"{k} {v:.1f}s" for k, v in runner.started.items()))
 

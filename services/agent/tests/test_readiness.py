@@ -20,7 +20,7 @@ from sleuth_agent.worker import ensure_jobs_stream
 from sleuth_common.health import cancel_and_wait
 from sleuth_common.messages import InvestigationJob, InvestigationResult, Requester
 from sleuth_common.subjects import Subjects
-from tests.readiness import readiness_when
+from tests.readiness import alive, readiness_when
 
 pytestmark = pytest.mark.connected
 
@@ -44,12 +44,7 @@ async def running(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     url = f"http://127.0.0.1:{settings.agent.metrics_port}"
     try:
         async with httpx.AsyncClient(base_url=url, timeout=5) as client:
-            async with asyncio.timeout(5):
-                while True:
-                    with contextlib.suppress(httpx.TransportError):
-                        if (await client.get("/healthz")).json() == {"status": "alive"}:
-                            break
-                    await asyncio.sleep(0.02)
+            await alive(client)
             yield client
     finally:
         await cancel_and_wait(starting)

@@ -17,7 +17,7 @@ from sleuth.embedded import NatsServer, ValkeyServer, free_port
 from sleuth_alerts import Alerts, Settings, build
 from sleuth_common.health import cancel_and_wait
 from sleuth_common.subjects import Subjects
-from tests.readiness import readiness_when
+from tests.readiness import alive, readiness_when
 
 from .conftest import TOKENS, Bus, alert, make_settings, payload
 
@@ -46,12 +46,7 @@ async def running(settings: Settings) -> AsyncIterator[tuple[Alerts, asyncio.Tas
     starting = asyncio.create_task(service.start())
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.alerts.port}", timeout=10) as client:
-            async with asyncio.timeout(5):
-                while True:
-                    with contextlib.suppress(httpx.TransportError):
-                        if (await client.get("/healthz")).json() == {"status": "alive"}:
-                            break
-                    await asyncio.sleep(0.02)
+            await alive(client)
             yield service, starting, client
     finally:
         await cancel_and_wait(starting)
