@@ -27,8 +27,11 @@ from sleuth_common.identity import (
     verifier_from_settings,
 )
 
-FILES = {"agent.key", "agent.pub", "authz.key", "authz.pub", "alerts.key", "alerts.pub", CACHE_KEY}
-PRIVATE = {"agent.key", "authz.key", "alerts.key", CACHE_KEY}
+FILES = {"agent.key", "agent.pub", "authz.key", "authz.pub", "alerts.key", "alerts.pub", "chat.key", "chat.pub",
+         CACHE_KEY}
+PRIVATE = {"agent.key", "authz.key", "alerts.key", "chat.key", CACHE_KEY}
+JOB_ISSUERS = {"authz": "sleuth-authz", "alerts": "sleuth-alerts", "chat": "sleuth-chat"}
+"""The pairs that sign jobs for the agent, and their issuers (``identity.job_issuers``)."""
 
 
 def test_the_pairs_are_the_ones_the_stack_signs_with() -> None:
@@ -59,8 +62,9 @@ def contents(d: Path) -> dict[str, bytes]:
 
 
 def assert_usable(d: Path) -> None:
-    """What the services do with these files: the agent signs for kube-mcp, authz-cache and alerts
-    sign jobs for the agent; each key verifies only its own issuer's assertions."""
+    """What the services do with these files: the agent signs for kube-mcp; authz-cache, alerts
+    and the gateway (chat users) sign jobs for the agent; each key verifies only its own
+    issuer's assertions."""
     no_env = {"signing_key_env": "", "verify_keys_env": ""}
 
     def signer(name: str, issuer: str):  # type: ignore[no-untyped-def]
@@ -77,12 +81,13 @@ def assert_usable(d: Path) -> None:
         kube_mcp.verify(signer("authz.key", "sleuth-agent").mint("alice", audience="kube-mcp/demo"))
 
     agent = job_verifier_from_settings(IdentitySettings(
-        job_issuers={"sleuth-authz": [str(d / "authz.pub")], "sleuth-alerts": [str(d / "alerts.pub")]}, **no_env))
+        job_issuers={issuer: [str(d / f"{pair}.pub")] for pair, issuer in JOB_ISSUERS.items()}, **no_env))
     assert agent is not None
-    for key, issuer in (("authz.key", "sleuth-authz"), ("alerts.key", "sleuth-alerts")):
-        assert agent.verify(signer(key, issuer).mint("bob", audience="sleuth-agent")).issuer == issuer
-    with pytest.raises(IdentityError):  # a key is bound to its issuer
-        agent.verify(signer("alerts.key", "sleuth-authz").mint("bob", audience="sleuth-agent"))
+    for pair, issuer in JOB_ISSUERS.items():
+        assert agent.verify(signer(f"{pair}.key", issuer).mint("bob", audience="sleuth-agent")).issuer == issuer
+        for other in set(JOB_ISSUERS.values()) - {issuer}:  # a key is bound to its issuer
+            with pytest.raises(IdentityError):
+                agent.verify(signer(f"{pair}.key", other).mint("bob", audience="sleuth-agent"))
 
     assert len(base64.urlsafe_b64decode((d / CACHE_KEY).read_text() + "==")) == 32
 
@@ -122,6 +127,24 @@ def test_a_lost_public_key_is_derived_again_not_rotated(tmp_path: Path) -> None:
     assert after["authz.pub"] == before["authz.pub"]
     assert {k for k in FILES if after[k] != before[k]} == {CACHE_KEY}
     assert_usable(out)
+
+
+def test_a_directory_of_an_older_release_gets_only_the_chat_pair(tmp_path: Path) -> None:
+    """Keys made before the gateway signed for chat users: a re-run (as the upgrade notes say)
+    adds ``chat.key``/``chat.pub`` and rotates nothing, in the Secret as in the directory."""
+    out = tmp_path / "identity"
+    assert sleuth_keys("--out", str(out)).returncode == 0
+    (out / "chat.key").unlink()
+    (out / "chat.pub").unlink()
+    before = contents(out)
+    proc = sleuth_keys("--out", str(out), "--secret", "sleuth-identity")
+    assert proc.returncode == 0, proc.stderr
+    created = sorted(line.split()[1] for line in proc.stderr.splitlines() if line.startswith("created"))
+    assert created == [str(out / "chat.key"), str(out / "chat.pub")]
+    after = contents(out)
+    assert {k: after[k] for k in before} == before
+    assert (out / "chat.key").stat().st_mode & 0o777 == 0o600
+    assert {k: v.encode() for k, v in load_secret(proc.stdout, tmp_path)["stringData"].items()} == after
 
 
 @pytest.mark.parametrize("damage", ["lost private key", "mismatched pair", "unreadable key"])

@@ -227,7 +227,8 @@ def test_config_has_the_shape_the_local_stack_writes(rendered: dict[str, list[Ob
     assert cfg["identity"] == {
         "verify_key_files": ["/etc/sleuth/identity/agent.pub"],
         "job_issuers": {"sleuth-authz": ["/etc/sleuth/identity/authz.pub"],
-                        "sleuth-alerts": ["/etc/sleuth/identity/alerts.pub"]},
+                        "sleuth-alerts": ["/etc/sleuth/identity/alerts.pub"],
+                        "sleuth-chat": ["/etc/sleuth/identity/chat.pub"]},
     }
     listeners = {"gateway": ("port", 8080), "alerts": ("port", 8090), "kube_mcp": ("port", 8181),
                  "authz_cache": ("metrics_port", 9101), "agent": ("metrics_port", 9102)}

@@ -17,8 +17,8 @@ Obj = dict[str, Any]
 
 SERVICES = ("gateway", "authz-cache", "agent", "alerts", "kube-mcp")
 PORTS = {"gateway": 8080, "alerts": 8090, "kube-mcp": 8181, "authz-cache": 9101, "agent": 9102}
-SIGNER = {"agent": "agent", "authz-cache": "authz", "alerts": "alerts", "gateway": None, "kube-mcp": None}
-PUBLIC_KEYS = {"agent.pub", "authz.pub", "alerts.pub"}
+SIGNER = {"agent": "agent", "authz-cache": "authz", "alerts": "alerts", "gateway": "chat", "kube-mcp": None}
+PUBLIC_KEYS = {"agent.pub", "authz.pub", "alerts.pub", "chat.pub"}
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection", "bind", "escalate", "approve", "sign", "*"}
 KUBE_API_DIR = "/var/run/secrets/sleuth/kube"
 
@@ -214,6 +214,39 @@ def test_each_pod_gets_only_its_own_private_key(profile: tuple[str, list[Obj]]) 
         assert has_cache_key == (component == "authz-cache"), f"{name}/{component}"
         if has_cache_key:
             assert env["SLEUTH_AUTHZ_CACHE_KEY"]["valueFrom"]["secretKeyRef"] == {"name": secret, "key": "authz-cache-key"}
+
+
+def _identity_keys_seen(dep: Obj, secret: str) -> set[str]:
+    """The keys of the identity Secret a pod can read, by any route: secret volumes (all keys
+    without ``items``: ``*``), projected secret sources, env ``secretKeyRef`` and ``envFrom``."""
+    pod = _pod(dep)
+    seen: set[str] = set()
+    sources = [v["secret"] | {"name": v["secret"]["secretName"]} for v in pod["volumes"] if "secret" in v]
+    sources += [src["secret"] for v in pod["volumes"] for src in v.get("projected", {}).get("sources", [])
+                if "secret" in src]
+    for src in sources:
+        if src["name"] == secret:
+            seen |= {i["key"] for i in src["items"]} if src.get("items") else {"*"}
+    for c in containers(dep):
+        seen |= {e["valueFrom"]["secretKeyRef"]["key"] for e in c.get("env", [])
+                 if e.get("valueFrom", {}).get("secretKeyRef", {}).get("name") == secret}
+        seen |= {"*" for e in c.get("envFrom", []) if e.get("secretRef", {}).get("name") == secret}
+    return seen
+
+
+def test_only_the_gateway_reads_the_chat_key_and_the_agent_trusts_it(profile: tuple[str, list[Obj]]) -> None:
+    """The gateway signs job identities for the chat users it maps (issuer ``sleuth-chat``): its
+    private key is in no other pod, and the agent verifies with the public half, bound to that
+    issuer."""
+    name, objects = profile
+    secret = SECRET_NAMES["identity"] if name == "everything" else "sleuth-identity"
+    seen = {component: _identity_keys_seen(dep, secret) for component, dep in _deployments(objects).items()}
+    assert {c for c, keys in seen.items() if keys & {"chat.key", "*"}} == {"gateway"}, f"{name}: {seen}"
+    assert "chat.pub" in seen["agent"]
+    identity = service_config(objects)["identity"]
+    assert identity["job_issuers"]["sleuth-chat"] == ["/etc/sleuth/identity/chat.pub"]
+    assert all("/etc/sleuth/identity/chat.pub" not in paths
+               for issuer, paths in identity["job_issuers"].items() if issuer != "sleuth-chat")
 
 
 def test_only_authz_cache_and_kube_mcp_get_a_kubernetes_token(profile: tuple[str, list[Obj]]) -> None:

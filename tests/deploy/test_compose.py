@@ -24,8 +24,15 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
+from sleuth.commands.keys import ensure_keys, file_names
 from sleuth.embedded.stack import IDENTITY_SIGNERS, Stack, StackPorts, StackSpec
 from sleuth_common.config import load_settings
+from sleuth_common.identity import (
+    CHAT_ISSUER,
+    IdentityError,
+    job_verifier_from_settings,
+    signer_from_settings,
+)
 from sleuth_simcluster import SimCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +58,7 @@ PROBED_PORT = {  # service → the port its /healthz and /readyz are on, per its
 }
 
 READS = {  # service → the files it reads, per its settings (its environment applied)
-    "gateway": lambda s: [],
+    "gateway": lambda s: [s.identity.signing_key_file],
     "alerts": lambda s: [s.identity.signing_key_file],
     "agent": lambda s: [s.identity.signing_key_file, *(p for ps in s.identity.job_issuers.values() for p in ps)],
     "authz-cache": lambda s: [s.identity.signing_key_file, *(f for c in s.clusters for f in (c.ca_file, c.authz_token_file))],
@@ -368,7 +375,43 @@ def test_volumes_are_declared_and_written_only_by_their_owner() -> None:
     assert writers == {"nats-data": {"volumes-init", "nats"}, "valkey-data": {"volumes-init", "valkey"},
                        "identity": {"volumes-init", "keys"}, "simcluster-state": {"simcluster"}}
     assert set(DOC["volumes"]) == set(writers)
-    assert mounts("gateway") == [Mount("bind", "./deploy/compose/sleuth.yaml", CONFIG_TARGET, True)]
+    assert mounts("gateway") == [Mount("bind", "./deploy/compose/sleuth.yaml", CONFIG_TARGET, True),
+                                 Mount("volume", "identity", "/etc/sleuth/identity", True)]
+
+
+def test_the_gateway_alone_signs_as_sleuth_chat_and_the_agent_trusts_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gateway signs the job identities of the chat users it maps with ``chat.key`` (issuer
+    ``sleuth-chat``); no other service is told that key, and the agent verifies it under
+    ``job_issuers``, bound to that issuer. Checked with the files the ``keys`` job writes."""
+    signing = {n: environment(n).get("SLEUTH_IDENTITY__SIGNING_KEY_FILE", "") for n in SERVICES}
+    assert {n for n, key in signing.items() if Path(key).name == "chat.key"} == {"gateway"}
+    assert {Path(key).name for key in signing.values() if key} <= set(file_names())
+    command = SERVICES["keys"]["command"]
+    (volume,) = [m for m in mounts("keys") if m.source == "identity"]
+    assert command[:2] == ["sleuth", "keys"] and command[command.index("--out") + 1] == volume.target
+    ensure_keys(tmp_path, lambda line: None)  # what the keys job writes into the volume
+
+    def here(path: str) -> str:
+        assert path.startswith(volume.target + "/"), path
+        return str(tmp_path / path[len(volume.target) + 1:])
+
+    gateway, agent = settings_of("gateway", monkeypatch), settings_of("agent", monkeypatch)
+    assert agent.identity.job_issuers[CHAT_ISSUER] == ["/etc/sleuth/identity/chat.pub"]
+    verifier = job_verifier_from_settings(agent.identity.model_copy(update={
+        "job_issuers": {k: [here(p) for p in v] for k, v in agent.identity.job_issuers.items()}}))
+
+    def sign_as(issuer: str) -> str:
+        identity = gateway.identity.model_copy(update={
+            "signing_key_file": here(gateway.identity.signing_key_file), "signing_key_env": ""})
+        signer = signer_from_settings(identity, issuer=issuer, ttl=identity.job_ttl)
+        assert signer is not None
+        return signer.mint("alice", ["team-a"], audience=agent.identity.job_audience)
+
+    assert verifier is not None
+    assert verifier.verify(sign_as(CHAT_ISSUER)).issuer == CHAT_ISSUER
+    with pytest.raises(IdentityError, match="issuer"):  # the gateway cannot pass for authz-cache
+        verifier.verify(sign_as("sleuth-authz"))
 
 
 def test_secrets_reach_only_the_service_that_uses_them() -> None:

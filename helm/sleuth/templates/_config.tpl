@@ -53,6 +53,7 @@ identity:
   job_issuers:
     sleuth-authz: [{{ $id }}/authz.pub]
     sleuth-alerts: [{{ $id }}/alerts.pub]
+    sleuth-chat: [{{ $id }}/chat.pub]
 gateway:
   host: 0.0.0.0
   port: 8080

@@ -4,7 +4,7 @@ One service's Deployment. Arguments (dict):
   component  gateway | authz-cache | agent | alerts | kube-mcp (also the NATS/Redis user name)
   values     the service's values (replicas, resources)
   port       the port of /healthz, /readyz and /metrics; portName its name
-  signer     agent | authz | alerts: the one private key this pod gets ("" = public keys only)
+  signer     agent | authz | alerts | chat: the one private key this pod gets ("" = public keys only)
   kubeApi    mount the projected service-account token and cluster CA (authz-cache, kube-mcp)
   bus        log in to NATS/Redis as its own user when auth.existingSecret is set
   env        more env entries (YAML list text), literal values or secretKeyRef only
@@ -139,6 +139,7 @@ spec:
               - {key: agent.pub, path: agent.pub}
               - {key: authz.pub, path: authz.pub}
               - {key: alerts.pub, path: alerts.pub}
+              - {key: chat.pub, path: chat.pub}
               {{- if .signer }}
               - {key: {{ printf "%s.key" .signer }}, path: {{ printf "%s.key" .signer }}}
               {{- end }}

@@ -2,12 +2,13 @@
 
     sleuth keys --out DIR
         writes the Ed25519 identity key pairs ``agent.key agent.pub authz.key authz.pub alerts.key
-        alerts.pub`` (the agent signs the asker for kube-mcp, authz-cache a person's login and
-        alerts a channel's alerts for the agent) and ``authz-cache-key`` (the secret authz-cache
-        replicas seal their Redis entries with). Private files are mode 0600 (DIR 0700 when made
-        here). Files already there are kept, never replaced: a re-run does not rotate a key; a key
-        that cannot be kept as it is (unreadable, or its pair does not match) is refused, and
-        nothing is written. Each line says created or kept.
+        alerts.pub chat.key chat.pub`` (the agent signs the asker for kube-mcp; authz-cache a
+        person's login, alerts a channel's alerts and the gateway a chat user it mapped, for the
+        agent) and ``authz-cache-key`` (the secret authz-cache replicas seal their Redis entries
+        with). Private files are mode 0600 (DIR 0700 when made here). Files already there are
+        kept, never replaced: a re-run does not rotate a key, and makes only what is missing (a
+        pair added by a newer release); a key that cannot be kept as it is (unreadable, or its
+        pair does not match) is refused, and nothing is written. Each line says created or kept.
     sleuth keys --secret NAME [--namespace NS]
         prints a Kubernetes Secret (type Opaque) with exactly those keys, for
         ``| kubectl apply -f -``. Alone it makes new keys every time (applying it over an existing
@@ -16,8 +17,9 @@
 
 Give each service only its own private key (``identity.signing_key_file`` or
 ``SLEUTH_IDENTITY__SIGNING_KEY_FILE``): ``agent.key`` to the agent, ``authz.key`` to authz-cache,
-``alerts.key`` to alerts; the public keys go to kube-mcp (``agent.pub``) and the agent
-(``authz.pub``, ``alerts.pub`` under ``identity.job_issuers``).
+``alerts.key`` to alerts, ``chat.key`` to the gateway; the public keys go to kube-mcp
+(``agent.pub``) and the agent (``authz.pub``, ``alerts.pub``, ``chat.pub`` under
+``identity.job_issuers``: issuers ``sleuth-authz``, ``sleuth-alerts``, ``sleuth-chat``).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class KeysError(Exception):
     """A file in the output directory cannot be kept as it is, and replacing it would rotate a key."""
 
 
-SIGNERS = ("agent", "authz", "alerts")
+SIGNERS = ("agent", "authz", "alerts", "chat")
 """The key pairs, by signer: the same names as ``sleuth.embedded.stack.IDENTITY_SIGNERS`` (a test
 keeps them equal; not imported from there, that module takes a second to import)."""
 

@@ -75,7 +75,7 @@ def _read_snapshot_meta(snapshot: Path) -> dict[str, Any]:
     return meta
 
 
-IDENTITY_SIGNERS = {"agent": "agent", "authz-cache": "authz", "alerts": "alerts"}
+IDENTITY_SIGNERS = {"agent": "agent", "authz-cache": "authz", "alerts": "alerts", "gateway": "chat"}
 """Service → the key it signs identities with (see ``Stack._identity_keys``)."""
 
 
@@ -219,8 +219,8 @@ class Stack:
     def _identity_keys(self) -> dict[str, tuple[Path, Path]]:
         """Ed25519 key pairs for signed identities, one per signer (made once, kept in the state
         directory; each private key readable by this user only and given only to its service):
-        the agent signs the asker for kube-mcp, authz-cache a person's login for the agent,
-        alerts a channel's alerts for the agent."""
+        the agent signs the asker for kube-mcp; authz-cache a person's login, alerts a channel's
+        alerts and the gateway a chat user it mapped (issuer ``sleuth-chat``), for the agent."""
         from sleuth_common.identity import generate_keypair
 
         d = self.state / "identity"
@@ -259,7 +259,8 @@ class Stack:
             # Public keys only: each service gets its own private key in its environment.
             "identity": {
                 "verify_key_files": [str(keys["agent"][1])],
-                "job_issuers": {"sleuth-authz": [str(keys["authz"][1])], "sleuth-alerts": [str(keys["alerts"][1])]},
+                "job_issuers": {"sleuth-authz": [str(keys["authz"][1])], "sleuth-alerts": [str(keys["alerts"][1])],
+                                "sleuth-chat": [str(keys["chat"][1])]},
             },
             "kube_mcp": {"host": h, "port": p.kube_mcp, "kubeconfig": kubeconfigs.get("sleuth-reader", ""),
                          "cluster_name": self.cluster_name},

@@ -226,7 +226,8 @@ class IdentitySettings(_Group):
     an environment variable), never values in the config file."""
 
     signing_key_file: str = ""
-    """Ed25519 private key (PEM, PKCS#8) used to sign assertions (the agent)."""
+    """Ed25519 private key (PEM, PKCS#8) this service signs assertions with: the agent's for
+    kube-mcp; authz-cache's, alerts' and the gateway's (chat users) for jobs (``job_issuers``)."""
     signing_key_env: str = "SLEUTH_IDENTITY_SIGNING_KEY"
     """Environment variable holding the private key PEM; wins over ``signing_key_file``."""
     verify_key_files: list[str] = Field(default_factory=list)
@@ -245,7 +246,9 @@ class IdentitySettings(_Group):
     job_issuers: dict[str, list[str]] = Field(default_factory=dict)
     """Who may tell the agent whom a job acts for: issuer name → public key files (PEM).
     ``sleuth-authz`` signs a person's login (authz-cache), ``sleuth-alerts`` a channel's alerts,
-    ``sleuth-scheduler`` a schedule's owner. Each key is bound to its issuer."""
+    ``sleuth-chat`` a chat user the gateway mapped to a Kubernetes identity (Mattermost, where
+    nobody signs in with a token), ``sleuth-scheduler`` a schedule's owner. Each key is bound to
+    its issuer."""
     require_job_identity: bool = True
     """The agent refuses a job without a valid assertion of its requester from a ``job_issuers``
     key (the ``requester`` field alone is never trusted). ``false`` only for a bus nobody else

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -12,6 +13,7 @@ from starlette.routing import Route
 
 from sleuth_gateway import channel_api, handlers, web
 from sleuth_gateway.errors import ApiError
+from sleuth_gateway.mattermost import MATTERMOST_PREFIX, MattermostAdapter
 from sleuth_gateway.mcp_server import McpEndpoint
 from sleuth_gateway.middleware import HostCheckMiddleware, RequestContextMiddleware
 from sleuth_gateway.runtime import Gateway
@@ -19,12 +21,33 @@ from sleuth_gateway.settings import Settings
 
 __all__ = ["create_app"]
 
+log = logging.getLogger(__name__)
+
+
+def _mattermost(gateway: Gateway) -> MattermostAdapter | None:
+    """The Mattermost bot when ``gateway.mattermost.url`` is set; without a token the gateway
+    runs without it and ``/readyz`` says why."""
+    cfg = gateway.settings.gateway.mattermost
+    if not cfg.url:
+        return None
+    token = cfg.bot_token()
+    if token is None:
+        why = f"degraded: no bot token (set {cfg.token_env} or gateway.mattermost.token_file)"
+        log.error("the Mattermost bot cannot start: %s", why.removeprefix("degraded: "))
+        gateway.status["mattermost"] = lambda: why
+        return None
+    adapter = MattermostAdapter(gateway, cfg, token.get_secret_value())
+    gateway.chat_targets[MATTERMOST_PREFIX] = adapter.deliver
+    gateway.status["mattermost"] = lambda: adapter.state
+    return adapter
+
 
 def create_app(settings: Settings | None = None) -> Starlette:
     """Build the app; nothing connects until the ASGI lifespan starts."""
     settings = settings or Settings()
     gateway = Gateway(settings)
     mcp = McpEndpoint(gateway)
+    mattermost = _mattermost(gateway)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -32,6 +55,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
             await gateway.start()
             stack.push_async_callback(gateway.stop)
             await stack.enter_async_context(mcp.running())
+            if mattermost is not None:
+                await mattermost.start()
+                stack.push_async_callback(mattermost.stop)
             yield
 
     routes = [
@@ -65,4 +91,5 @@ def create_app(settings: Settings | None = None) -> Starlette:
         lifespan=lifespan,
     )
     app.state.gateway = gateway
+    app.state.mattermost = mattermost
     return app

@@ -22,12 +22,21 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sleuth_common.channels import audience_claims
+from sleuth_common.identity import IdentityError
 from sleuth_common.messages import HistoryTurn, InvestigationJob, InvestigationResult, JobProgress, Requester
 from sleuth_common.messages.jobs import Origin
 from sleuth_gateway.auth import Identity
 from sleuth_gateway.bus import BusError, JobWatch
-from sleuth_gateway.conversation import answer_message, question_message
-from sleuth_gateway.errors import BadRequest, BusUnavailable, JobTimeout, PayloadTooLarge, RateLimited
+from sleuth_gateway.conversation import ConversationStore, answer_message, question_message
+from sleuth_gateway.errors import (
+    BadRequest,
+    BusUnavailable,
+    DependencyUnavailable,
+    JobTimeout,
+    PayloadTooLarge,
+    RateLimited,
+)
 from sleuth_gateway.render import render_markdown
 from sleuth_gateway.runtime import Gateway
 
@@ -36,6 +45,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "TIMEOUT_MESSAGE",
     "Asking",
+    "Memory",
     "Progress",
     "admit",
     "check_question",
@@ -53,6 +63,15 @@ Progress = Callable[[JobProgress | None], Awaitable[None]]
 
 
 @dataclass(frozen=True)
+class Memory:
+    """Where a conversation is remembered: a store and a key in it (a person's own
+    conversation, or a chat thread's)."""
+
+    store: ConversationStore
+    key: str
+
+
+@dataclass(frozen=True)
 class Asking:
     """One submitted question: its job, the subscription to its answer, who asked, and when."""
 
@@ -61,6 +80,7 @@ class Asking:
     identity: Identity
     request_id: str
     t0: float
+    memory: Memory
 
 
 def check_question(text: str, limit: int, name: str = "query") -> None:
@@ -99,7 +119,7 @@ async def admit(gw: Gateway, identity: Identity) -> str:
 async def submit(
     gw: Gateway,
     identity: Identity,
-    token: str,
+    token: str | None,
     question: str,
     *,
     request_id: str,
@@ -107,16 +127,30 @@ async def submit(
     history: tuple[HistoryTurn, ...] | None = None,
     review: bool = False,
     clusters: tuple[str, ...] = (),
+    audience: tuple[Requester, ...] = (),
+    memory: Memory | None = None,
+    history_turns: int | None = None,
 ) -> Asking:
-    """Publish the job for ``question`` (``history`` ``None``: the person's stored conversation)
-    and return what waits for its answer; 503 when the bus cannot take it."""
+    """Publish the job for ``question`` and return what waits for its answer; 503 when the bus
+    cannot take it.
+
+    ``token``: the person's bearer token (authz-cache signs who they are), or ``None`` for a
+    chat user the gateway mapped itself (it signs as ``sleuth-chat``). ``audience``: everyone
+    else who reads the answer (a chat channel's members). ``memory``: where the conversation is
+    kept (default: the person's own); ``history`` ``None``: its last ``history_turns`` turns."""
     cfg = gw.settings.gateway
     t0 = time.monotonic()
+    memory = memory or Memory(gw.conversations, identity.user)
     if history is None:
-        history = await gw.conversations.history(identity.user, cfg.history_turns)
+        turns = cfg.history_turns if history_turns is None else history_turns
+        history = await memory.store.history(memory.key, turns)
     job_id = uuid.uuid4().hex
-    # The agent trusts the requester only with authz-cache's signature over it (a fresh one per job).
-    assertion = await gw.authenticator.assertion(token)
+    # The agent trusts the requester only with a signature over it (a fresh one per job):
+    # authz-cache's over a login, or the gateway's own over a chat user it mapped.
+    if token is not None:
+        assertion = await gw.authenticator.assertion(token)
+    else:
+        assertion = _chat_assertion(gw, identity, job_id, audience)
     job = InvestigationJob(
         id=job_id,
         origin=origin,
@@ -124,6 +158,7 @@ async def submit(
         question=question,
         history=history,
         clusters=clusters,
+        audience=audience,
         review=review,
         deadline=time.time() + cfg.answer_timeout,
         reply_subject=gw.bus.subjects.jobs_done(job_id),
@@ -148,8 +183,24 @@ async def submit(
             "chars": len(question),
         },
     )
-    await gw.conversations.append(identity.user, question_message(question, request_id))
-    return Asking(job, watch, identity, request_id, t0)
+    await memory.store.append(memory.key, question_message(question, request_id))
+    return Asking(job, watch, identity, request_id, t0, memory)
+
+
+def _chat_assertion(gw: Gateway, identity: Identity, job_id: str, audience: tuple[Requester, ...]) -> str:
+    signer = gw.chat_signer
+    if signer is None:
+        raise DependencyUnavailable(
+            "chat questions cannot be investigated: the gateway has no identity signing key "
+            "(identity.signing_key_file)"
+        )
+    try:
+        return signer.mint(
+            identity.user, identity.groups, audience=gw.settings.identity.job_audience, job=job_id,
+            members=audience_claims(audience),
+        )
+    except IdentityError as exc:
+        raise DependencyUnavailable(f"the chat identity cannot be signed ({exc})") from exc
 
 
 async def wait(
@@ -185,8 +236,9 @@ async def finish(gw: Gateway, asking: Asking, result: InvestigationResult) -> di
             "status": result.status,
         },
     )
-    await gw.conversations.append(
-        identity.user, answer_message(result.answer_markdown, asking.request_id, result=result, job_id=job.id)
+    await asking.memory.store.append(
+        asking.memory.key,
+        answer_message(result.answer_markdown, asking.request_id, result=result, job_id=job.id),
     )
     return {
         "answer": result.answer_markdown,
@@ -205,6 +257,6 @@ async def finish_timeout(gw: Gateway, asking: Asking) -> None:
         "investigation timed out",
         extra={"request_id": asking.request_id, "user": identity.user, "job_id": job.id},
     )
-    await gw.conversations.append(
-        identity.user, answer_message(f"Sorry: {TIMEOUT_MESSAGE}.", asking.request_id, job_id=job.id)
+    await asking.memory.store.append(
+        asking.memory.key, answer_message(f"Sorry: {TIMEOUT_MESSAGE}.", asking.request_id, job_id=job.id)
     )

@@ -14,6 +14,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from nats.aio.client import Client as NatsClient
@@ -102,8 +103,16 @@ class ChatConsumer:
     """Pulls posts from the CHAT stream (durable ``gateway``, shared by every replica) and stores
     those for web-chat channels; acks only after storing, so a post is never lost or doubled."""
 
-    def __init__(self, nc: NatsClient, subjects: Subjects, store: ChannelStore, known: set[str]) -> None:
+    def __init__(
+        self,
+        nc: NatsClient,
+        subjects: Subjects,
+        store: ChannelStore,
+        known: set[str],
+        adapters: Mapping[str, Callable[[ChatPost], Awaitable[bool]]] | None = None,
+    ) -> None:
         self._nc = nc
+        self._adapters = adapters if adapters is not None else {}
         self._subjects = subjects
         self._store = store
         self._known = known
@@ -151,7 +160,7 @@ class ChatConsumer:
                     continue
                 try:
                     await self.deliver(post)
-                except DependencyUnavailable as exc:
+                except Exception as exc:  # any adapter trouble: the post waits, nothing is lost
                     log.warning("chat post left for redelivery: %s", exc)
                     with contextlib.suppress(NatsError):
                         await msg.nak(delay=2.0)
@@ -161,6 +170,12 @@ class ChatConsumer:
 
     async def deliver(self, post: ChatPost) -> bool:
         channel = web_channel(post.target)
+        for prefix, adapter in self._adapters.items():
+            if channel is None and post.target.startswith(prefix):
+                posted = await adapter(post)
+                log.info("chat post %s", "posted" if posted else "already posted",
+                         extra={"post": post.id, "target": post.target})
+                return posted
         if channel is None:
             log.warning("no chat adapter for target %r; post dropped", post.target, extra={"post": post.id})
             return False

@@ -280,7 +280,9 @@ async def healthz(request: Request) -> Response:
 async def readyz(request: Request) -> Response:
     """Readiness: 200 when NATS (with the streams and the CHAT consumer) and Redis answer, else
     503 naming what does not."""
-    readiness = await _gw(request).deps.readiness()
+    gw = _gw(request)
+    # Chat adapters are shown, never decide: a Mattermost outage must not take the API down.
+    readiness = await gw.deps.readiness(**{name: state() for name, state in gw.status.items()})
     return _json(request, readiness.body(), readiness.status_code)
 
 

@@ -45,5 +45,32 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.mattermost_ignored = Counter(
+            "sleuth_gateway_mattermost_ignored",
+            "Mattermost posts the bot did not answer, by reason: own (its own posts), system, "
+            "not_mentioned (a channel post without @bot), already_answered (by this or another replica).",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.mattermost_posts = Counter(
+            "sleuth_gateway_mattermost_posts",
+            "Mattermost posts answered, by outcome: answered, command, timeout, limited, too_long, "
+            "unmapped (no Kubernetes identity), readers (a channel the bot cannot answer in), "
+            "refused, unavailable, error.",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.mattermost_errors = Counter(
+            "sleuth_gateway_mattermost_errors",
+            "Mattermost posts whose handling crashed (logged with a reference; the listener goes on).",
+            registry=self.registry,
+        )
+        self.mattermost_connects = Counter(
+            "sleuth_gateway_mattermost_connects",
+            "Mattermost listener connection attempts, by outcome (ok, failed).",
+            ["outcome"],
+            registry=self.registry,
+        )
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from redis.asyncio import Redis
 
 from sleuth_common.connect import redis_client
 from sleuth_common.health import Dependencies, cancel_and_wait, until_up
+from sleuth_common.identity import CHAT_ISSUER, IdentitySigner, signer_from_settings
+from sleuth_common.messages import ChatPost
 from sleuth_common.subjects import Subjects
 from sleuth_gateway.auth import Authenticator
 from sleuth_gateway.bus import Bus
@@ -21,7 +24,10 @@ from sleuth_gateway.settings import Settings
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Gateway"]
+__all__ = ["Deliver", "Gateway"]
+
+Deliver = Callable[[ChatPost], Awaitable[bool]]
+"""Posts a ``ChatPost`` to a chat system; True when posted now (False: already posted)."""
 
 
 class Gateway:
@@ -50,6 +56,18 @@ class Gateway:
         self._conversations: ConversationStore | None = None
         self._channels: ChannelStore | None = None
         self._chat: ChatConsumer | None = None
+        self.chat_targets: dict[str, Deliver] = {}
+        """Chat adapters by target prefix (``mattermost:``): where the CHAT stream's posts for
+        other chat systems than the web chat go."""
+        self.status: dict[str, Callable[[], str]] = {}
+        """Parts shown by ``/readyz`` without deciding readiness (a chat adapter's state)."""
+        self.chat_signer: IdentitySigner | None = None
+        """Signs jobs for chat users the gateway mapped (issuer ``sleuth-chat``); loaded when a
+        chat adapter is configured. A key that cannot be read fails the start."""
+        if settings.gateway.mattermost.url:
+            self.chat_signer = signer_from_settings(
+                settings.identity, issuer=CHAT_ISSUER, ttl=settings.identity.job_ttl
+            )
 
     @property
     def authenticator(self) -> Authenticator:
@@ -125,7 +143,9 @@ class Gateway:
     async def _connect(self, deps: Dependencies, channels: ChannelStore) -> None:
         try:
             deps.nc = await until_up(self.bus.connect, deps.nats_retry)
-            chat = ChatConsumer(deps.nc, self.subjects, channels, {c.name for c in self.settings.gateway.channels})
+            chat = ChatConsumer(
+                deps.nc, self.subjects, channels, {c.name for c in self.settings.gateway.channels}, self.chat_targets
+            )
             await until_up(chat.start, deps.nats_retry)
         except Exception:  # the task's edge: say why the gateway will not get ready
             log.exception("the gateway could not connect to NATS")

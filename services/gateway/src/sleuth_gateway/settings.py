@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from sleuth_common.channels import ChannelSettings
 from sleuth_common.config import ServiceSettings
 
-__all__ = ["ChannelSettings", "GatewaySettings", "McpEndpointSettings", "Settings"]
+__all__ = [
+    "ChannelSettings",
+    "GatewaySettings",
+    "MattermostPerson",
+    "MattermostSettings",
+    "McpEndpointSettings",
+    "Settings",
+]
 
 
 class McpEndpointSettings(BaseModel):
@@ -24,6 +33,89 @@ class McpEndpointSettings(BaseModel):
     heartbeat: float = Field(default=15.0, gt=0)
     """Seconds without news from the investigation after which ``ask`` sends a "still
     investigating" progress notification (keeps the client's stream and its patience alive)."""
+
+
+class MattermostPerson(BaseModel):
+    """One Mattermost account (by its email) and who it is in Kubernetes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    email: str
+    """The account's email as Mattermost's users API shows it (compared case-insensitively)."""
+    user: str
+    """The Kubernetes user name the cluster's RBAC knows this person by."""
+    groups: list[str] = Field(default_factory=list)
+    """Their Kubernetes groups (as their own login would carry them)."""
+
+
+class MattermostSettings(BaseModel):
+    """The Mattermost bot. It runs when ``url`` is set and a bot token is found.
+
+    Who is asking: a Mattermost user is mapped by the email the users API shows for them to a
+    Kubernetes user and groups, from ``people`` or, when set, the HTTP backend ``people_url``;
+    an unmapped user is told so and never gets a default identity. The gateway signs each job's
+    identity itself (issuer ``sleuth-chat``, key ``identity.signing_key_file``); the agent must
+    list that issuer's public key in ``identity.job_issuers``.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    url: str = ""
+    """Server URL (``https://chat.example.com``). Empty: no Mattermost bot."""
+    token_env: str = "SLEUTH_MATTERMOST_TOKEN"
+    """Environment variable holding the bot account's access token (wins over ``token_file``)."""
+    token_file: str = ""
+    """File holding the bot's access token (a mounted Secret)."""
+    ca_file: str = ""
+    """CA bundle (PEM) to verify the server's certificate with; empty: the system's."""
+    people: list[MattermostPerson] = Field(default_factory=list)
+    """Static mapping: Mattermost email → Kubernetes user and groups."""
+    people_url: str = ""
+    """HTTP backend asked for people not in ``people``: ``GET <people_url>?email=<email>``
+    answers ``{"user": "...", "groups": [...]}`` (200) or 404 for someone it does not know."""
+    people_token_env: str = ""
+    """Environment variable with a bearer token for ``people_url`` (empty: none sent)."""
+    people_cache_ttl: int = Field(default=300, ge=1)
+    """Seconds a mapped (or unmapped) person is remembered in Redis; ``refresh`` forgets them."""
+    memory_turns: int = Field(default=10, ge=0)
+    """Turns (question or answer) kept per thread and per direct-message channel."""
+    memory_ttl: int = Field(default=86400, ge=60)
+    """Seconds a thread's memory lives after its last turn."""
+    max_post_chars: int = Field(default=16383, ge=500)
+    """Mattermost's post limit (the server's MaxPostSize); longer answers are split into
+    numbered posts at paragraph boundaries."""
+    progress_interval: float = Field(default=1.5, ge=0)
+    """Least seconds between two edits of the "working…" post (progress never floods)."""
+    typing_interval: float = Field(default=4.0, gt=0)
+    """Seconds between typing indicators while an investigation runs (Mattermost shows one
+    for about five seconds)."""
+    lease_ttl: float = Field(default=10.0, ge=1)
+    """Seconds a replica holds the listener lease without renewing it; another replica takes
+    over within about this long after the holder dies."""
+    reconnect_min: float = Field(default=1.0, gt=0)
+    """First reconnect delay, doubled per failed attempt up to ``reconnect_max``."""
+    reconnect_max: float = Field(default=30.0, gt=0)
+    catch_up_window: float = Field(default=3600.0, ge=0)
+    """Seconds back the adapter looks for posts missed while it was not listening (at most)."""
+    max_channel_members: int = Field(default=50, ge=1)
+    """A channel answer fits everyone in it: beyond this many members the bot answers only in
+    direct messages (each member's access must be resolved)."""
+    ignored_members: list[str] = Field(default_factory=list)
+    """Usernames of accounts that read no answers (integration bots you vouch for): they do not
+    count as readers of a channel. Everyone else must map to a Kubernetes identity for the bot
+    to answer in a channel they are in."""
+    request_timeout: float = Field(default=10.0, gt=0)
+    """Seconds per REST call to Mattermost."""
+    answered_ttl: int = Field(default=7 * 86400, ge=60)
+    """Seconds a handled post id is remembered (no post is answered twice, across replicas)."""
+
+    def bot_token(self) -> SecretStr | None:
+        if self.token_env and os.environ.get(self.token_env, "").strip():
+            return SecretStr(os.environ[self.token_env].strip())
+        if self.token_file and Path(self.token_file).is_file():
+            token = Path(self.token_file).read_text().strip()
+            return SecretStr(token) if token else None
+        return None
 
 
 class GatewaySettings(BaseModel):
@@ -63,6 +155,8 @@ class GatewaySettings(BaseModel):
     """Seconds to wait for the alerts service to answer ``alerts on|off|status``."""
     mcp: McpEndpointSettings = Field(default_factory=McpEndpointSettings)
     """The MCP endpoint ``/mcp`` (see ``McpEndpointSettings``)."""
+    mattermost: MattermostSettings = Field(default_factory=MattermostSettings)
+    """The Mattermost bot (see ``MattermostSettings``); off until ``url`` is set."""
 
     # -- abuse limits per user
     max_inflight_per_user: int = 4

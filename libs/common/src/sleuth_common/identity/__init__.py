@@ -15,6 +15,7 @@ from sleuth_common.identity._assertion import (
 )
 from sleuth_common.identity._http import AssertionAuth
 from sleuth_common.identity._keys import (
+    CHAT_ISSUER,
     job_verifier_from_settings,
     signer_from_settings,
     verifier_from_settings,
@@ -22,6 +23,7 @@ from sleuth_common.identity._keys import (
 
 __all__ = [
     "ASSERTION_HEADER",
+    "CHAT_ISSUER",
     "AssertionAuth",
     "Identity",
     "IdentityError",

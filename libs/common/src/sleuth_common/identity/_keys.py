@@ -15,7 +15,13 @@ from sleuth_common.identity._assertion import (
     load_public_key,
 )
 
-__all__ = ["job_verifier_from_settings", "signer_from_settings", "verifier_from_settings"]
+__all__ = ["CHAT_ISSUER", "job_verifier_from_settings", "signer_from_settings", "verifier_from_settings"]
+
+CHAT_ISSUER = "sleuth-chat"
+"""Issuer of the job assertions the gateway signs for the chat users it mapped (Mattermost: no
+Kubernetes token to sign in with), with its own key (``chat.key``); the agent trusts it under
+``identity.job_issuers``. The other issuers name themselves in their services
+(``sleuth-authz`` in authz-cache, ``sleuth-alerts`` in alerts)."""
 
 
 def _read(path: str, what: str) -> str:

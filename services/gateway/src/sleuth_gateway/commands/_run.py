@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 
-from sleuth_common.messages import AlertChannelRequest
+from sleuth_common.messages import AlertChannelRequest, Requester
 from sleuth_gateway.auth import Identity
 from sleuth_gateway.bus import BusError
 from sleuth_gateway.commands._access import Access, caller_access
@@ -37,6 +37,7 @@ async def run_command(
     surface: str,
     token: str | None = None,
     channel: str | None = None,
+    members: tuple[Requester, ...] = (),
 ) -> str:
     """Run ``command`` for ``identity`` and return the answer (Markdown).
 
@@ -46,6 +47,8 @@ async def run_command(
     answer there (the caller checked membership), ``None`` in a private conversation; commands
     that show the caller's own access answer only in private. ``token``: the caller's bearer
     token where the surface has one; no command needs it today, and it is never logged.
+    ``members``: who reads ``channel`` where the chat system (not the config) knows it (a
+    Mattermost channel), for ``alerts on|status``.
 
     Raises ``DependencyUnavailable`` (an ``ApiError``, status 503) when what the command needs
     (authz-cache, the bus, the alerts service) does not answer; ``diagnostics`` reports broken
@@ -56,7 +59,7 @@ async def run_command(
     t0 = time.monotonic()
     outcome = "error"
     try:
-        answer, outcome = await _dispatch(gw, identity, command, surface, channel)
+        answer, outcome = await _dispatch(gw, identity, command, surface, channel, members)
     except ApiError as exc:
         outcome = exc.reason or type(exc).__name__
         raise
@@ -77,7 +80,12 @@ async def run_command(
 
 
 async def _dispatch(
-    gw: Gateway, identity: Identity, command: Command, surface: str, channel: str | None
+    gw: Gateway,
+    identity: Identity,
+    command: Command,
+    surface: str,
+    channel: str | None,
+    members: tuple[Requester, ...],
 ) -> tuple[str, str]:
     """``(answer, outcome)``."""
     if command.name == "refresh":
@@ -99,12 +107,17 @@ async def _dispatch(
             return REFUSED_DIAGNOSTICS, "refused"
         return await diagnostics(gw, access), "ok"
     if command.name == "alerts" and command.arg in ALERT_OPS:
-        return await _alerts(gw, identity, command.arg, surface, channel)
+        return await _alerts(gw, identity, command.arg, surface, channel, members)
     return await help_text(gw, identity, channel), "ok"
 
 
 async def _alerts(
-    gw: Gateway, identity: Identity, op: str, surface: str, channel: str | None
+    gw: Gateway,
+    identity: Identity,
+    op: str,
+    surface: str,
+    channel: str | None,
+    members: tuple[Requester, ...],
 ) -> tuple[str, str]:
     if channel is None:
         return (
@@ -117,6 +130,7 @@ async def _alerts(
         channel=f"{surface}:{channel}",
         user=identity.user,
         groups=identity.groups,
+        members=members,
     )
     try:
         reply = await gw.bus.alerts_command(req, gw.settings.gateway.alerts_timeout)

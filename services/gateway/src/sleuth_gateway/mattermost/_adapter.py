@@ -1,0 +1,609 @@
+"""The Mattermost bot: listens as one replica (a Redis lease), answers each post once (a Redis
+claim per post id), in the question's thread, as the Kubernetes identity the poster maps to,
+fitted to everyone who reads the channel.
+
+Listening. The lease holder opens the WebSocket, and after every (re)connect catches up
+through ``/channels/{id}/posts?since=`` from a cursor kept in Redis (the newest post seen, less
+an answer timeout, so a post whose replica died mid-answer is answered again). Posts are
+claimed with ``SET NX`` before anything is said: ``working:<holder>`` while answering (expires
+with the answer's deadline), ``done`` after; a claim held by nobody any more is taken over.
+
+Answering. Direct messages always; elsewhere only when mentioned. A question in a channel is
+investigated with the intersection of the asker's and every other member's scope (the job's
+``audience``, signed by the gateway as ``sleuth-chat``): every member must map to a Kubernetes
+identity, or the bot answers in direct messages only. Progress is one "working…" post, edited;
+the answer replaces it, split into numbered posts past the post limit. Replies go in the
+question's thread (in direct messages too); memory is kept per thread, and per direct-message
+channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from sleuth_common.channels import audience_claims
+from sleuth_common.messages import ChatPost, JobProgress, Requester
+from sleuth_gateway import asking
+from sleuth_gateway.auth import Identity, is_refused
+from sleuth_gateway.commands import parse_command, run_command
+from sleuth_gateway.conversation import ConversationStore, answer_message, question_message
+from sleuth_gateway.errors import ApiError, JobTimeout, RateLimited
+from sleuth_gateway.mattermost._client import (
+    MattermostApi,
+    MattermostError,
+    MattermostRefused,
+)
+from sleuth_gateway.mattermost._lease import Lease
+from sleuth_gateway.mattermost._people import People, PeopleUnavailable, Person
+from sleuth_gateway.mattermost._text import for_mattermost, mentions, split_post, without_mention
+from sleuth_gateway.runtime import Gateway
+from sleuth_gateway.settings import MattermostSettings
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MATTERMOST_PREFIX", "MattermostAdapter"]
+
+MATTERMOST_PREFIX = "mattermost:"
+"""Chat targets of Mattermost channels: ``mattermost:<channel id>``."""
+
+WORKING = "🔎 Investigating…"
+UNMAPPED = (
+    "Sorry, I don't know who you are in Kubernetes, so I cannot look at any cluster for you. "
+    "Ask your platform team to map your Mattermost account (by its email) to your Kubernetes "
+    "user; until then I answer nobody as anybody else."
+)
+TOO_LONG = (
+    "Sorry, your message is {n} characters long; I take questions of up to {limit} characters. "
+    "Could you shorten it?"
+)
+UNAVAILABLE = "Sorry, I cannot answer right now ({why}). Please try again in a minute."
+CRASHED = "Sorry, something went wrong while answering this (reference `{ref}`). Please try again."
+
+
+@dataclass(frozen=True)
+class _Channel:
+    id: str
+    type: str  # O open, P private, D direct, G group
+
+    @property
+    def direct(self) -> bool:
+        return self.type == "D"
+
+
+class MattermostAdapter:
+    """One gateway replica's part of the Mattermost bot (see the module docstring)."""
+
+    def __init__(self, gw: Gateway, cfg: MattermostSettings, token: str) -> None:
+        self.gw = gw
+        self.cfg = cfg
+        self.api = MattermostApi(cfg.url, token, timeout=cfg.request_timeout, ca_file=cfg.ca_file)
+        self.state = "starting"
+        """What ``/readyz`` shows: ``listening``, ``standby`` (another replica listens),
+        ``degraded: <why>``, ``starting`` or ``stopped``."""
+        self._bot: dict[str, Any] = {}
+        self._channels: dict[str, _Channel] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._working: dict[str, str] = {}  # post id → the "working…" post answering it
+        self._run_task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        self._people: People | None = None
+        self._lease: Lease | None = None
+        self._memory: ConversationStore | None = None
+        self._prefix = f"{gw.settings.prefix}:gateway:mattermost"
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        redis = self.gw.redis
+        assert redis is not None, "start the gateway first"
+        self._people = People(self.api, redis, f"{self.gw.settings.prefix}:gateway", self.cfg)
+        self._lease = Lease(redis, f"{self._prefix}:lease", self.cfg.lease_ttl)
+        self._memory = ConversationStore(redis, self._prefix, self.cfg.memory_ttl, max(1, self.cfg.memory_turns))
+        self._run_task = asyncio.create_task(self._run(), name="mattermost")
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._run_task is not None:
+            self._run_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._run_task
+        await self._drain()
+        if self._lease is not None:
+            with contextlib.suppress(RedisError, OSError):
+                await self._lease.release()
+        if self._people is not None:
+            await self._people.aclose()
+        await self.api.aclose()
+        self.state = "stopped"
+
+    async def _drain(self) -> None:
+        """Stop answering: unfinished posts are handed back (claim dropped, working post
+        edited) for the next listener's catch-up to answer."""
+        tasks = list(self._tasks)
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5.0)
+
+    @property
+    def bot_id(self) -> str:
+        return str(self._bot.get("id", ""))
+
+    @property
+    def bot_name(self) -> str:
+        return str(self._bot.get("username", ""))
+
+    # ------------------------------------------------------------------ listening
+    async def _run(self) -> None:
+        assert self._lease is not None
+        delay = self.cfg.reconnect_min
+        while not self._stopping.is_set():
+            try:
+                if not await self._lease.acquire():
+                    self.state = "standby"
+                    await asyncio.sleep(self.cfg.lease_ttl / 3)
+                    continue
+                await self._listen_while_leased()
+                delay = self.cfg.reconnect_min
+                continue
+            except MattermostRefused as exc:
+                self.state = f"degraded: {exc}"
+            except MattermostError as exc:
+                self.state = f"degraded: Mattermost unreachable ({exc})"
+            except (RedisError, OSError) as exc:
+                self.state = f"degraded: Redis unavailable ({type(exc).__name__})"
+            self.gw.metrics.mattermost_connects.labels(outcome="failed").inc()
+            log.warning("Mattermost bot %s; reconnecting in %.0f s", self.state, delay)
+            with contextlib.suppress(RedisError, OSError):
+                await self._lease.release()  # let a replica that can reach Mattermost listen
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.cfg.reconnect_max)
+
+    async def _listen_while_leased(self) -> None:
+        """Listen until the connection closes or the lease is lost."""
+        assert self._lease is not None
+        self._bot = await self.api.me()
+        listener = asyncio.create_task(self._listen(), name="mattermost-listen")
+        try:
+            while not listener.done():
+                done, _ = await asyncio.wait({listener}, timeout=self.cfg.lease_ttl / 3)
+                if not done and not await self._lease.renew():
+                    log.warning("the Mattermost listener lease went to another replica; standing by")
+                    listener.cancel()
+                    self.state = "standby"
+            if not listener.cancelled():
+                listener.result()
+        finally:
+            if not listener.done():
+                listener.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await listener
+
+    async def _listen(self) -> None:
+        async for event in self.api.events():
+            kind = event.get("event")
+            if kind == "hello":
+                self.state = "listening"
+                self.gw.metrics.mattermost_connects.labels(outcome="ok").inc()
+                log.info("Mattermost bot listening", extra={"bot": self.bot_name, "url": self.cfg.url})
+                self._spawn(self._catch_up(), "mattermost-catch-up")
+            elif kind == "posted":
+                data = event.get("data") or {}
+                try:
+                    post = json.loads(data.get("post", ""))
+                    mention_ids = json.loads(data["mentions"]) if "mentions" in data else None
+                except (ValueError, TypeError):
+                    log.warning("dropped a malformed Mattermost event")
+                    continue
+                if isinstance(post, dict):
+                    channel = _Channel(str(post.get("channel_id", "")), str(data.get("channel_type", "")))
+                    if channel.type:
+                        self._channels[channel.id] = channel
+                    self._spawn(self._on_post(post, mention_ids, live=True), "mattermost-post")
+        self.state = "degraded: the WebSocket closed"
+
+    def _spawn(self, coro: Awaitable[None], name: str) -> None:
+        task = asyncio.ensure_future(coro)
+        task.set_name(name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _catch_up(self) -> None:
+        """Answer posts made while nobody listened (from the stored cursor on)."""
+        redis = self.gw.redis
+        assert redis is not None
+        try:
+            cursor = await redis.get(f"{self._prefix}:cursor")
+        except RedisError as exc:
+            log.warning("cannot catch up on missed Mattermost posts: %s", exc)
+            return
+        if cursor is None:  # first start: nothing was missed
+            await self._advance(int(time.time() * 1000))
+            return
+        now_ms = int(time.time() * 1000)
+        # Back over posts that may have been claimed by a replica that died mid-answer.
+        reach = int((self.gw.settings.gateway.answer_timeout + 60) * 1000)
+        since = max(int(cursor) - reach, now_ms - int(self.cfg.catch_up_window * 1000))
+        found = 0
+        try:
+            for channel_id in await self.api.my_channel_ids():
+                for post in await self.api.posts_since(channel_id, since):
+                    if int(post.get("create_at", 0)) <= since:
+                        continue  # an older post edited since: edits are never questions
+                    found += 1
+                    self._spawn(self._on_post(post, None, live=False), "mattermost-post")
+        except MattermostError as exc:
+            log.warning("catching up on missed Mattermost posts failed: %s", exc)
+            return
+        log.info("Mattermost catch-up", extra={"since_ms": since, "posts": found})
+
+    async def _advance(self, create_at: int) -> None:
+        redis = self.gw.redis
+        assert redis is not None
+        with contextlib.suppress(RedisError, OSError):
+            key = f"{self._prefix}:cursor"
+            cur = await redis.get(key)
+            if cur is None or int(cur) < create_at:
+                await redis.set(key, str(create_at))
+
+    # ------------------------------------------------------------------ one post
+    def _ignored(self, reason: str) -> None:
+        self.gw.metrics.mattermost_ignored.labels(reason=reason).inc()
+
+    async def _channel(self, channel_id: str) -> _Channel:
+        known = self._channels.get(channel_id)
+        if known is None:
+            doc = await self.api.channel(channel_id)
+            known = self._channels[channel_id] = _Channel(channel_id, str(doc.get("type", "O")))
+        return known
+
+    async def _on_post(self, post: dict[str, Any], mention_ids: list[str] | None, *, live: bool) -> None:
+        """Decide whether ``post`` is for the bot and answer it; never raises (a crash is
+        logged, counted and told to the poster)."""
+        post_id = str(post.get("id", ""))
+        try:
+            if live:
+                await self._advance(int(post.get("create_at", 0)))
+            if post.get("user_id") == self.bot_id:
+                return self._ignored("own")
+            if post.get("type"):
+                return self._ignored("system")
+            channel = await self._channel(str(post.get("channel_id", "")))
+            if not channel.direct and not self._addressed(post, mention_ids):
+                return self._ignored("not_mentioned")
+            if not await self._claim(post_id):
+                return self._ignored("already_answered")
+        except Exception:
+            self.gw.metrics.mattermost_errors.inc()
+            log.exception("a Mattermost post could not be looked at", extra={"post": post_id})
+            return
+        done = False
+        try:
+            await self._answer(post, channel)
+            done = True
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            ref = uuid.uuid4().hex[:12]
+            self.gw.metrics.mattermost_errors.inc()
+            log.exception("answering a Mattermost post failed", extra={"post": post_id, "ref": ref})
+            with contextlib.suppress(Exception):
+                await self._say(channel, post, CRASHED.format(ref=ref))
+            done = True
+        finally:
+            await self._settle(post_id, done)
+
+    def _addressed(self, post: dict[str, Any], mention_ids: list[str] | None) -> bool:
+        if mention_ids is not None and self.bot_id in mention_ids:
+            return True
+        props = post.get("props") or {}
+        automated = bool(props.get("from_bot") or props.get("from_webhook")) if isinstance(props, dict) else False
+        # The server lists mentions for people's posts; a post by another bot or an
+        # integration (or one read back while catching up) carries none: read its text.
+        if mention_ids is None or automated:
+            return mentions(str(post.get("message", "")), self.bot_name)
+        return False
+
+    def _claim_key(self, post_id: str) -> str:
+        return f"{self._prefix}:post:{post_id}"
+
+    async def _claim(self, post_id: str) -> bool:
+        """Take ``post_id`` for this replica; False when it is answered or being answered."""
+        redis = self.gw.redis
+        assert redis is not None and self._lease is not None
+        hold = int(self.gw.settings.gateway.answer_timeout + 60)
+        mine = f"working:{self._lease.holder}"
+        return bool(await redis.set(self._claim_key(post_id), mine, nx=True, ex=hold))
+
+    async def _settle(self, post_id: str, done: bool) -> None:
+        """``done``: the post is answered for good; else its claim is dropped (another listener's
+        catch-up answers it)."""
+        redis = self.gw.redis
+        assert redis is not None
+        with contextlib.suppress(RedisError, OSError):
+            if done:
+                await redis.set(self._claim_key(post_id), "done", ex=self.cfg.answered_ttl)
+            else:
+                await redis.delete(self._claim_key(post_id))
+
+    async def _say(self, channel: _Channel, post: dict[str, Any], text: str) -> None:
+        """Reply to ``post`` in its thread."""
+        for part in split_post(text, self.cfg.max_post_chars):
+            await self.api.create_post(channel.id, part, root_id=self._thread(post))
+
+    @staticmethod
+    def _thread(post: dict[str, Any]) -> str:
+        """The thread a reply to ``post`` goes in (a direct message's too: one question, one thread)."""
+        return str(post.get("root_id") or post.get("id") or "")
+
+    async def _answer(self, post: dict[str, Any], channel: _Channel) -> None:
+        assert self._people is not None
+        cfg = self.gw.settings.gateway
+        text = without_mention(str(post.get("message", "")), self.bot_name)
+        if len(text) > cfg.question_limit:
+            self.gw.metrics.mattermost_posts.labels(outcome="too_long").inc()
+            return await self._say(channel, post, TOO_LONG.format(n=len(text), limit=cfg.question_limit))
+        command = parse_command(text) if text else parse_command("help")
+        poster_id = str(post.get("user_id", ""))
+        if command is not None and command.name == "refresh":
+            await self._people.forget(poster_id)
+        try:
+            person = await self._people.get(poster_id)
+        except PeopleUnavailable as exc:
+            self.gw.metrics.mattermost_posts.labels(outcome="unavailable").inc()
+            return await self._say(channel, post, UNAVAILABLE.format(why=exc))
+        if not person.mapped:
+            await self._audit_unmapped(post, person)
+            self.gw.metrics.mattermost_posts.labels(outcome="unmapped").inc()
+            return await self._say(channel, post, UNMAPPED)
+        identity = Identity(person.user, person.groups)
+        if is_refused(identity, cfg.refused_identities):
+            self.gw.metrics.mattermost_posts.labels(outcome="refused").inc()
+            return await self._say(channel, post, "Sorry, this identity may not use Sleuth.")
+        members: tuple[Requester, ...] = ()
+        if not channel.direct:
+            members, problem = await self._readers(channel, person)
+            if problem:
+                self.gw.metrics.mattermost_posts.labels(outcome="readers").inc()
+                return await self._say(channel, post, problem)
+        try:
+            if command is not None:
+                await self._command(channel, post, identity, command, text, members)
+            else:
+                await self._investigate(channel, post, identity, text, members)
+        except RateLimited as exc:
+            self.gw.metrics.mattermost_posts.labels(outcome="limited").inc()
+            await self._say(channel, post, f"Sorry: {exc.message}.")
+        except ApiError as exc:
+            self.gw.metrics.mattermost_posts.labels(outcome="error").inc()
+            await self._say(channel, post, f"Sorry: {exc.message}.")
+
+    async def _readers(self, channel: _Channel, asker: Person) -> tuple[tuple[Requester, ...], str]:
+        """Everyone else who reads ``channel``, as Kubernetes identities; or why the bot cannot
+        answer there (too many members, or members it cannot map)."""
+        assert self._people is not None
+        limit = self.cfg.max_channel_members
+        try:
+            ids = await self.api.channel_member_ids(channel.id, limit)
+            if len(ids) > limit:
+                return (), (
+                    f"This channel has more than {limit} members; an answer here must fit what every "
+                    "one of them may read, so I answer this in a direct message only. Ask me there."
+                )
+            others = [i for i in ids if i not in (self.bot_id, asker.mm_id)]
+            people = await asyncio.gather(*(self._people.get(i) for i in others))
+        except (MattermostError, PeopleUnavailable) as exc:
+            return (), UNAVAILABLE.format(why=f"I could not tell who reads this channel: {exc}")
+        ignored = set(self.cfg.ignored_members)
+        unknown = sorted(
+            f"@{p.username}" if p.username else "a member" for p in people
+            if p.active and not p.mapped and p.username not in ignored
+        )
+        if unknown:
+            return (), (
+                "An answer here must fit what everyone in this channel may read, and I don't know "
+                f"who {', '.join(unknown[:10])}{' and others' if len(unknown) > 10 else ''} "
+                "are in Kubernetes. Ask me in a direct message instead."
+            )
+        readers = {Requester(user=p.user, groups=p.groups) for p in people if p.mapped}
+        return tuple(sorted(readers, key=lambda r: (r.user, r.groups))), ""
+
+    async def _audit_unmapped(self, post: dict[str, Any], person: Person) -> None:
+        body = {
+            "kind": "audit.chat_identity",
+            "ts": time.time(),
+            "surface": "mattermost",
+            "outcome": "unmapped",
+            "mattermost_user_id": person.mm_id,
+            "username": person.username,
+            "reason": "deactivated" if not person.active else "no_mapping",
+            "post": str(post.get("id", "")),
+        }
+        log.warning("a Mattermost user without a Kubernetes identity asked", extra=body)
+        with contextlib.suppress(Exception):
+            await self.gw.bus.nats.publish(self.gw.subjects.audit("chat_identity"), json.dumps(body).encode())
+
+    def _memory_key(self, channel: _Channel, post: dict[str, Any]) -> str:
+        """One memory per direct-message channel, one per thread elsewhere."""
+        return f"dm:{channel.id}" if channel.direct else f"thread:{self._thread(post)}"
+
+    async def _command(
+        self,
+        channel: _Channel,
+        post: dict[str, Any],
+        identity: Identity,
+        command: Any,
+        text: str,
+        members: tuple[Requester, ...],
+    ) -> None:
+        await asking.take_question(self.gw, identity, "messages")
+        # Every reader, the asker included (an empty list would mean "unknown" to alerts).
+        everyone = (*members, Requester(user=identity.user, groups=identity.groups)) if members else (
+            () if channel.direct else (Requester(user=identity.user, groups=identity.groups),)
+        )
+        answer = await run_command(
+            self.gw, identity, command, surface="mattermost",
+            channel=None if channel.direct else channel.id, members=everyone,
+        )
+        await self._say(channel, post, answer)
+        self.gw.metrics.mattermost_posts.labels(outcome="command").inc()
+        assert self._memory is not None
+        key, rid = self._memory_key(channel, post), uuid.uuid4().hex
+        await self._memory.append(key, question_message(text, rid))
+        await self._memory.append(key, answer_message(answer, rid, command=command.name))
+
+    async def _investigate(
+        self, channel: _Channel, post: dict[str, Any], identity: Identity, text: str, members: tuple[Requester, ...]
+    ) -> None:
+        assert self._memory is not None
+        gw = self.gw
+        post_id = str(post.get("id", ""))
+        slot = await asking.admit(gw, identity)
+        typing: asyncio.Task[None] | None = None
+        try:
+            working = await self.api.create_post(channel.id, WORKING, root_id=self._thread(post))
+            self._working[post_id] = str(working["id"])
+            typing = asyncio.create_task(self._typing(channel, post), name="mattermost-typing")
+            asked = await asking.submit(
+                gw, identity, None, text,
+                request_id=uuid.uuid4().hex, origin="chat", audience=members,
+                memory=asking.Memory(self._memory, self._memory_key(channel, post)),
+                history_turns=self.cfg.memory_turns,
+            )
+            progress = _ProgressPost(self.api, str(working["id"]), self.cfg.progress_interval)
+            try:
+                payload = await asking.wait(gw, asked, progress.update, heartbeat=15.0)
+            except JobTimeout:
+                await self.api.patch_post(str(working["id"]), f"Sorry: {asking.TIMEOUT_MESSAGE}.")
+                gw.metrics.mattermost_posts.labels(outcome="timeout").inc()
+                return
+            finally:
+                await progress.close()
+            parts = split_post(for_mattermost(str(payload["answer"])), self.cfg.max_post_chars)
+            await self.api.patch_post(str(working["id"]), parts[0])
+            for part in parts[1:]:
+                await self.api.create_post(channel.id, part, root_id=self._thread(post))
+            gw.metrics.mattermost_posts.labels(outcome="answered").inc()
+        except asyncio.CancelledError:
+            working_id = self._working.get(post_id)
+            if working_id:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.api.patch_post(working_id, "⏸ Interrupted (the bot restarted); "
+                                                             "I'll answer again in a moment."))
+            raise
+        finally:
+            self._working.pop(post_id, None)
+            if typing is not None:
+                typing.cancel()
+            await asyncio.shield(gw.inflight.release(identity.user, slot))
+
+    async def _typing(self, channel: _Channel, post: dict[str, Any]) -> None:
+        parent = self._thread(post)
+        while True:
+            with contextlib.suppress(MattermostError):
+                await self.api.typing(self.bot_id, channel.id, parent)
+            await asyncio.sleep(self.cfg.typing_interval)
+
+    # ------------------------------------------------------------------ alert answers
+    async def deliver(self, post: ChatPost) -> bool:
+        """Post an alert answer (a ``ChatPost`` for ``mattermost:<channel id>``), threaded per
+        cluster, once. Withheld (with a notice) when the channel's readers are not all among
+        those it was fitted to. True when posted now."""
+        redis = self.gw.redis
+        assert redis is not None
+        channel_id = post.target[len(MATTERMOST_PREFIX):]
+        if not await redis.set(f"{self._prefix}:chat-post:{post.id}", "1", nx=True, ex=self.cfg.answered_ttl):
+            return False
+        try:
+            text = await self._fit_to_channel(channel_id, post)
+            cluster = post.meta.get("cluster", "")
+            root_key = f"{self._prefix}:alert-root:{channel_id}:{cluster}"
+            stored = await redis.get(root_key)
+            root = stored.decode() if isinstance(stored, bytes) else stored or ""
+            parts = split_post(for_mattermost(text), self.cfg.max_post_chars)
+            for i, part in enumerate(parts):
+                created = await self.api.create_post(channel_id, part, root_id=root, props={
+                    "sleuth_post": post.id, "sleuth_part": i + 1,
+                })
+                if not root:
+                    root = str(created["root_id"] or created["id"])
+                    await redis.set(root_key, root, ex=30 * 86400)
+        except BaseException:
+            with contextlib.suppress(RedisError, OSError):
+                await redis.delete(f"{self._prefix}:chat-post:{post.id}")
+            raise
+        return True
+
+    async def _fit_to_channel(self, channel_id: str, post: ChatPost) -> str:
+        """``post.text`` when everyone now in the channel was among its ``readers``; else a
+        notice saying why it is withheld."""
+        raw = post.meta.get("readers")
+        if raw is None:
+            return post.text  # nothing in it was fitted to a scope
+        try:
+            readers = json.loads(raw)
+        except ValueError:
+            readers = []  # unreadable: fits nobody known, so everyone is a stranger
+        assert self._people is not None
+        if not self._bot:
+            self._bot = await self.api.me()
+        ids = await self.api.channel_member_ids(channel_id, self.cfg.max_channel_members)
+        people = await asyncio.gather(*(self._people.get(i) for i in ids if i != self.bot_id))
+        ignored = set(self.cfg.ignored_members)
+        current = [p for p in people if p.active and p.username not in ignored]
+        allowed = {str(r) for r in readers} if isinstance(readers, list) else set()
+        strangers = [p for p in current if not p.mapped or
+                     audience_claims((Requester(user=p.user, groups=p.groups),))[0] not in allowed]
+        if len(ids) > self.cfg.max_channel_members or strangers:
+            names = ", ".join(sorted(f"@{p.username}" for p in strangers)[:10]) or "more members"
+            return (
+                "An alert investigation finished, but its answer is withheld here: it was fitted to "
+                f"who read this channel when `alerts on` was said, and {names} joined or changed "
+                "since. Say `alerts on` again to investigate with everyone here."
+            )
+        return post.text
+
+
+class _ProgressPost:
+    """The "working…" post, edited with each stage (at most every ``interval`` seconds)."""
+
+    def __init__(self, api: MattermostApi, post_id: str, interval: float) -> None:
+        self._api = api
+        self._post_id = post_id
+        self._interval = interval
+        self._last = 0.0
+        self._t0 = time.monotonic()
+        self._pending: asyncio.Task[None] | None = None
+
+    async def update(self, item: JobProgress | None) -> None:
+        now = time.monotonic()
+        if now - self._last < self._interval:
+            return
+        self._last = now
+        if item is None:
+            line = f"still investigating ({round(now - self._t0)} s)"
+        else:
+            line = f"{item.stage}: {item.message}" if item.message else item.stage
+        # Not awaited in the progress loop: a slow edit never delays the answer.
+        if self._pending is None or self._pending.done():
+            self._pending = asyncio.create_task(self._edit(f"{WORKING}\n\n_{line}_"))
+
+    async def _edit(self, text: str) -> None:
+        with contextlib.suppress(MattermostError):
+            await self._api.patch_post(self._post_id, text)
+
+    async def close(self) -> None:
+        """Let an edit in flight land first: it must never overwrite the answer."""
+        if self._pending is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._pending, 5.0)
+
