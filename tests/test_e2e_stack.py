@@ -21,19 +21,48 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from sleuth.embedded.stack import Stack, StackPorts, StackSpec, restart_nats
+from tests.fakes.mattermost import Channel, FakeMattermost, User
 from tests.snapshot_names import tenant_names
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 
+class Chat:
+    """The fake Mattermost server the stack's gateway answers in: the bot, alice and bob (as the
+    demo cluster knows them), and a channel they share."""
+
+    def __init__(self, mm: FakeMattermost) -> None:
+        self.mm = mm
+        self.bot: User = mm.add_user("sleuth", is_bot=True, system_admin=True)
+        self.alice: User = mm.add_user("alice", email="alice@example.com")
+        self.bob: User = mm.add_user("bob", email="bob@example.com")
+        self.shared: Channel = mm.add_channel("incidents", members=[self.alice, self.bob, self.bot])
+
+    def answer(self, question: dict, within: float = 50.0) -> dict:
+        """The bot's finished answer in ``question``'s thread."""
+        return self.mm.wait_for(lambda: next(
+            (p for p in self.mm.posts_by(self.bot)
+             if p["root_id"] == question["id"] and not p["message"].startswith("🔎")), None), within)
+
+
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory, demo_snapshot: Path) -> Iterator[Stack]:
+def chat() -> Iterator[Chat]:
+    with FakeMattermost() as mm:
+        yield Chat(mm)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, demo_snapshot: Path, chat: Chat) -> Iterator[Stack]:
+    people = [{"email": "alice@example.com", "user": "alice", "groups": ["team-a"]},
+              {"email": "bob@example.com", "user": "bob", "groups": ["team-b"]}]
     spec = StackSpec(
         snapshot=demo_snapshot,
         state_dir=tmp_path_factory.mktemp("stack"),
         ports=StackPorts.free(),
+        extra_env={"SLEUTH_MATTERMOST_TOKEN": chat.bot.token},
         extra_config={"agent": {"ack_wait": 4.0, "in_progress_interval": 1.0},
-                      "gateway": {"answer_timeout": 45.0, "rate_limit_capacity": 1000}},
+                      "gateway": {"answer_timeout": 45.0, "rate_limit_capacity": 1000,
+                                  "mattermost": {"url": chat.mm.url, "people": people}}},
     )
     with Stack(spec) as s:
         yield s
@@ -169,6 +198,29 @@ async def test_mcp_client_asks_as_alice_through_the_whole_stack(stack: Stack, de
     assert foreign.structured_content["result"]["status"] in {"denied", "insufficient_evidence"}
     assert "access" in foreign.content[0].text.lower()
     assert_no_names(foreign.model_dump(mode="json"), team_b - {workload})
+
+
+def test_mattermost_answers_fit_everyone_who_reads_them(stack: Stack, chat: Chat, demo_snapshot: Path) -> None:
+    """Through the real agent, kube-mcp and authz-cache: alice's direct message is answered from
+    team-a; in the channel bob shares with alice, bob's question about his own team is answered
+    with what *both* may read, so neither tenant's names reach the channel."""
+    team_a, team_b = tenant_names(demo_snapshot, "team-a"), tenant_names(demo_snapshot, "team-b")
+    chat.mm.wait_for(lambda: chat.mm.connected(chat.bot), 20)
+    dm = chat.mm.dm_channel(chat.alice, chat.bot)
+    t0 = time.perf_counter()
+    mine = chat.answer(chat.mm.post_as(chat.alice, dm, "what is failing in team-a?"))
+    print(f"\nMattermost DM through the whole stack: answered in {time.perf_counter() - t0:.2f} s")
+    assert "checkout-api" in mine["message"], mine["message"]
+    assert_no_names(mine["message"], team_b)
+
+    shared = chat.answer(chat.mm.post_as(chat.bob, chat.shared, "@sleuth what is failing in team-b?"))
+    assert_no_names(shared["message"], team_a | team_b)
+    assert "access" in shared["message"].lower(), shared["message"]
+    # Everything the bot said in the channel, every progress edit included.
+    said = [p for p in chat.mm.posts_in(chat.shared) if p["user_id"] == chat.bot.id]
+    edits = [c.body for p in said for c in chat.mm.calls("PUT", f"/api/v4/posts/{p['id']}/patch")]
+    assert said and edits
+    assert_no_names([said, edits], team_a | team_b)
 
 
 def test_bad_input_gets_clear_errors(stack: Stack) -> None:

@@ -1,10 +1,12 @@
 """The fake Mattermost server answers as the real one does, over real HTTP and WebSocket
 connections (httpx and the websockets client), so an adapter tested against it meets the real
-shapes: posted events carrying the post as a JSON string, per-recipient mentions, AppErrors."""
+shapes: posted events carrying the post as a JSON string, per-recipient mentions, AppErrors,
+ChannelMembers, profiles sanitized as the server sanitizes them."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -21,6 +23,15 @@ POST_KEYS = [  # model.Post as the server serializes it, in declaration order
     "id", "create_at", "update_at", "edit_at", "delete_at", "is_pinned", "user_id", "channel_id",
     "root_id", "original_id", "message", "type", "props", "hashtags", "file_ids", "pending_post_id",
     "reply_count", "last_reply_at", "participants", "metadata",
+]  # fmt: skip
+USER_KEYS = [  # model.User as another user sees it (is_bot only for a bot: omitempty)
+    "id", "create_at", "update_at", "delete_at", "username", "auth_data", "auth_service", "email",
+    "nickname", "first_name", "last_name", "position", "roles", "locale", "timezone", "disable_welcome_email",
+]  # fmt: skip
+MEMBER_KEYS = [  # model.ChannelMember, 10.x
+    "channel_id", "user_id", "roles", "last_viewed_at", "msg_count", "mention_count", "mention_count_root",
+    "urgent_mention_count", "msg_count_root", "notify_props", "last_update_at", "scheme_guest",
+    "scheme_user", "scheme_admin", "explicit_roles",
 ]  # fmt: skip
 BROADCAST_KEYS = ["omit_users", "user_id", "channel_id", "team_id", "connection_id", "omit_connection_id"]
 ERROR_KEYS = ["id", "message", "detailed_error", "request_id", "status_code"]
@@ -56,6 +67,10 @@ async def api(scene: Scene) -> AsyncIterator[httpx.AsyncClient]:
     headers = {"Authorization": f"Bearer {scene.bot.token}"}
     async with httpx.AsyncClient(base_url=scene.mm.url + "/api/v4", headers=headers, timeout=5) as client:
         yield client
+
+
+def bearer(user: User) -> dict[str, str]:
+    return {"Authorization": f"Bearer {user.token}"}
 
 
 async def socket(mm: FakeMattermost, user: User) -> ClientConnection:
@@ -278,6 +293,27 @@ async def test_posts_since_returns_only_what_changed_newest_first(
     assert later["order"] == [p1["id"]] and later["posts"][p1["id"]]["edit_at"] == edited["edit_at"] > 0
 
 
+async def test_posts_since_orders_only_what_changed_and_adds_roots_for_context(
+    scene: Scene, api: httpx.AsyncClient
+) -> None:
+    mm, path = scene.mm, f"/channels/{scene.town.id}/posts"
+    root = mm.post_as(scene.alice, scene.town, "@sleuth pods crashing in team-a")
+    reply = mm.post_as(scene.bot, scene.town, "Looking.", root["id"])  # bumps the root's update_at
+    mm.edit_as(scene.bot, reply["id"], "Root cause: OOMKilled.")
+    listing = (await api.get(path, params={"since": reply["create_at"]})).json()
+    assert listing["order"] == [reply["id"]]  # the root has not changed since: context, not order
+    assert set(listing["posts"]) == {reply["id"], root["id"]}
+    assert listing["posts"][reply["id"]]["message"] == "Root cause: OOMKilled."
+    assert (listing["next_post_id"], listing["prev_post_id"]) == ("", "") and "has_next" not in listing
+
+    newest = [reply["id"], root["id"]]
+    assert (await api.get(path, params={"since": 0})).json()["order"] == newest  # no since: a page
+    assert (await api.get(path, params={"page": "x", "per_page": -3})).json()["order"] == newest  # defaults
+    assert (await api.get(path, params={"page": 1, "per_page": 1})).json()["order"] == [root["id"]]
+    bad_since = await api.get(path, params={"since": "soon"})
+    assert_app_error(bad_since, "api.context.invalid_url_param.app_error", 400)
+
+
 async def test_a_message_over_max_post_size_is_refused_with_the_app_error(
     scene: Scene, api: httpx.AsyncClient
 ) -> None:
@@ -317,6 +353,184 @@ async def test_rest_reads_a_bot_needs(scene: Scene, api: httpx.AsyncClient) -> N
     secret = scene.mm.add_channel("secret", type="P", members=[scene.bob])
     assert_app_error(await api.get(f"/channels/{secret.id}"), "api.context.permissions.app_error", 403)
     assert_app_error(await api.get("/channels/nope"), "api.context.invalid_url_param.app_error", 400)
+
+
+# -- users ------------------------------------------------------------------------------------
+async def test_profiles_carry_email_and_delete_at_and_is_bot_only_for_bots(
+    scene: Scene, api: httpx.AsyncClient
+) -> None:
+    alice = (await api.get(f"/users/{scene.alice.id}")).json()
+    assert list(alice) == USER_KEYS  # a bot caller sees what any user sees
+    assert (alice["email"], alice["first_name"], alice["delete_at"]) == ("alice@example.com", "Alice", 0)
+    me = (await api.get("/users/me")).json()
+    assert (me["email"], me["is_bot"], "notify_props" in me) == ("sleuth@example.com", True, True)
+
+    async with await socket(scene.mm, scene.bot) as ws:
+        changed = scene.mm.set_email(scene.alice, "Alice@Corp.Example")
+        update = await next_event(ws, "user_updated")
+    profile = (await api.get(f"/users/{scene.alice.id}")).json()
+    assert profile["email"] == changed.email == "alice@corp.example"  # normalized, as the server does
+    assert profile["update_at"] == changed.update_at > alice["update_at"]
+    assert list(update["data"]) == ["user"] and update["data"]["user"] == profile  # an object, not a string
+    assert update["broadcast"]["omit_users"] == {scene.alice.id: True}
+    assert scene.mm.user(scene.alice) == changed and scene.alice.email == "alice@example.com"  # a snapshot
+
+
+async def test_hidden_emails_show_only_to_their_owner_and_to_system_admins() -> None:
+    with FakeMattermost(show_email_address=False, show_full_name=False) as mm:
+        bot, admin = mm.add_user("sleuth", is_bot=True), mm.add_user("root", system_admin=True)
+        alice = mm.add_user("alice", first_name="Alice")
+        async with httpx.AsyncClient(base_url=mm.url + "/api/v4") as client:
+            viewers = (bot, admin, alice)
+            seen = [(await client.get(f"/users/{alice.id}", headers=bearer(v))).json() for v in viewers]
+        async with await socket(mm, bot) as bot_ws, await socket(mm, admin) as admin_ws:
+            async with await socket(mm, alice) as alice_ws:
+                mm.set_email(alice, "alice@corp.example")
+                sockets = (bot_ws, admin_ws, alice_ws)
+                updates = [(await next_event(ws, "user_updated"))["data"]["user"] for ws in sockets]
+    assert [(u["email"], u["first_name"]) for u in seen] == [
+        ("", ""),  # PrivacySettings hide them from a user, a bot included
+        ("alice@example.com", "Alice"),
+        ("alice@example.com", "Alice"),
+    ]
+    assert [u["email"] for u in updates] == ["", "alice@corp.example", "alice@corp.example"]
+    assert ["notify_props" in u for u in updates] == [False, False, True]  # her own profile comes whole
+    assert mm.user(admin).roles == "system_admin system_user"
+
+
+async def test_a_deactivated_user_is_marked_and_locked_out(scene: Scene, api: httpx.AsyncClient) -> None:
+    mm = scene.mm
+    async with await socket(mm, scene.bot) as bot_ws, await socket(mm, scene.alice) as alice_ws:
+        gone = mm.deactivate(scene.alice)
+        update = await next_event(bot_ws, "user_updated")
+        mm.post_as(scene.bot, scene.town, "@alice still there?")
+        typing = {"action": "user_typing", "seq": 2, "data": {"channel_id": scene.town.id}}
+        await alice_ws.send(json.dumps(typing))
+        refusal = await read(alice_ws)  # her session is gone: the post never reached her
+    profile = (await api.get(f"/users/{scene.alice.id}")).json()
+    assert profile["delete_at"] == profile["update_at"] == gone.delete_at > 0
+    assert update["data"]["user"] == profile
+    assert refusal["error"]["id"] == "api.web_socket_router.not_authenticated.app_error"
+    async with httpx.AsyncClient(base_url=mm.url + "/api/v4") as client:
+        locked = await client.get("/users/me", headers=bearer(scene.alice))
+    assert_app_error(locked, "api.context.session_expired.app_error", 401)
+    async with connect(mm.ws_url, additional_headers=bearer(scene.alice)) as ws:
+        with pytest.raises(ConnectionClosedError):
+            await read(ws)  # upgraded, never authenticated
+
+
+# -- channel members --------------------------------------------------------------------------
+async def test_channel_members_in_the_servers_shape_for_members_only(
+    scene: Scene, api: httpx.AsyncClient
+) -> None:
+    mm = scene.mm
+    asked = mm.post_as(scene.alice, scene.town, "@sleuth anything failing?")
+    mm.post_as(scene.bot, scene.town, "Looking.", asked["id"])
+    members = (await api.get(f"/channels/{scene.town.id}/members")).json()
+    assert [list(m) for m in members] == [MEMBER_KEYS, MEMBER_KEYS]
+    bot, alice = members  # in join order; the bot, first, created the channel
+    assert (bot["user_id"], bot["roles"], bot["scheme_admin"]) == (
+        scene.bot.id, "channel_user channel_admin", True,
+    )  # fmt: skip
+    assert (alice["user_id"], alice["roles"], alice["scheme_user"], alice["scheme_admin"]) == (
+        scene.alice.id, "channel_user", True, False,
+    )  # fmt: skip
+    assert alice["notify_props"] == {
+        "channel_auto_follow_threads": "off", "desktop": "default", "email": "default",
+        "ignore_channel_mentions": "default", "mark_unread": "all", "push": "default",
+    }  # fmt: skip
+    assert (alice["last_viewed_at"], alice["msg_count"]) == (asked["create_at"], 1)  # her own post: read
+    assert (bot["mention_count"], bot["mention_count_root"]) == (1, 1)  # alice's question mentioned it
+    assert bot["last_viewed_at"] == 0  # and a bot's own post does not mark the channel read
+    assert alice["last_update_at"] >= asked["create_at"] and alice["explicit_roles"] == ""
+
+    lounge = f"/channels/{scene.lounge.id}/members"
+    assert_app_error(await api.get(lounge), "api.context.permissions.app_error", 403)  # open, not a member
+    unknown = await api.get("/channels/" + "x" * 26 + "/members")
+    assert_app_error(unknown, "api.context.permissions.app_error", 403)
+    assert_app_error(await api.get("/channels/junk/members"), "api.context.invalid_url_param.app_error", 400)
+    admin = mm.add_user("root", system_admin=True)
+    listed = (await api.get(lounge, headers=bearer(admin))).json()
+    assert [m["user_id"] for m in listed] == [scene.bob.id]
+
+
+@dataclass(frozen=True)
+class Paging:
+    query: dict[str, Any]
+    count: int
+
+
+PAGING_CASES = [  # 207 members: the bot, alice and 205 more
+    Paging({}, 60),
+    Paging({"per_page": 500}, 200),
+    Paging({"per_page": 200, "page": 1}, 7),
+    Paging({"per_page": -1}, 60),
+    Paging({"per_page": "many", "page": "next"}, 60),
+    Paging({"per_page": 0}, 0),
+]
+
+
+async def test_member_pages_are_read_as_the_server_reads_them(scene: Scene, api: httpx.AsyncClient) -> None:
+    for n in range(205):
+        scene.mm.add_member(scene.town, scene.mm.add_user(f"user{n}"))
+    path = f"/channels/{scene.town.id}/members"
+    counts = [len((await api.get(path, params=case.query)).json()) for case in PAGING_CASES]
+    assert counts == [case.count for case in PAGING_CASES]
+    second = (await api.get(path, params={"per_page": 1, "page": 1})).json()
+    assert [m["user_id"] for m in second] == [scene.alice.id]
+
+
+async def test_remove_member_tells_the_channel_and_the_user(scene: Scene, api: httpx.AsyncClient) -> None:
+    mm = scene.mm
+    async with await socket(mm, scene.bot) as bot_ws, await socket(mm, scene.alice) as alice_ws:
+        mm.remove_member(scene.town, scene.alice, by=scene.bot)
+        to_channel = await next_event(bot_ws, "user_removed")
+        to_alice = await next_event(alice_ws, "user_removed")
+        mm.add_member(scene.town, scene.bob)
+        mm.remove_member(scene.town, scene.bob)  # bob leaves
+        left = await next_event(bot_ws, "user_removed")
+        mm.post_as(scene.bot, scene.town, "@alice after you left")
+        mm.post_as(scene.bot, scene.dm, "still here")
+        heard = await next_event(alice_ws, "posted")
+    assert to_channel["data"] == {"remover_id": scene.bot.id, "user_id": scene.alice.id}
+    assert to_channel["broadcast"]["channel_id"] == scene.town.id
+    assert to_alice["data"] == {"channel_id": scene.town.id, "remover_id": scene.bot.id}
+    assert (to_alice["broadcast"]["user_id"], to_alice["broadcast"]["channel_id"]) == (scene.alice.id, "")
+    assert left["data"] == {"remover_id": scene.bob.id, "user_id": scene.bob.id}
+    assert json.loads(heard["data"]["post"])["channel_id"] == scene.dm.id  # the town post never came
+    members = (await api.get(f"/channels/{scene.town.id}/members")).json()
+    assert [m["user_id"] for m in members] == [scene.bot.id]
+    with pytest.raises(ValueError):
+        mm.remove_member(scene.dm, scene.alice)
+
+
+# -- group messages ---------------------------------------------------------------------------
+async def test_a_group_message_reaches_and_mentions_every_other_member(
+    scene: Scene, api: httpx.AsyncClient
+) -> None:
+    mm, alice, bob, bot = scene.mm, scene.alice, scene.bob, scene.bot
+    gm = mm.group_channel(alice, bob, bot)
+    assert mm.group_channel(bot, alice, bob) == gm
+    name = hashlib.sha1("".join(sorted((alice.id, bob.id, bot.id))).encode()).hexdigest()
+    assert (gm.type, gm.name, gm.display_name, gm.team_id) == ("G", name, "alice, bob, sleuth", "")
+    async with await socket(mm, bot) as bot_ws, await socket(mm, bob) as bob_ws:
+        async with await socket(mm, alice) as alice_ws:
+            post = mm.post_as(alice, gm, "morning, both")
+            events = [await next_event(ws, "posted") for ws in (bot_ws, bob_ws, alice_ws)]
+    mentions = [json.loads(e["data"].get("mentions", "null")) for e in events]
+    assert mentions == [[bot.id], [bob.id], None]  # like a DM, not like a channel; never the poster
+    data = events[0]["data"]
+    assert (data["channel_type"], data["team_id"]) == ("G", "")
+    assert data["channel_display_name"] == "alice, bob, sleuth"  # every member, the poster too
+    assert json.loads(data["post"]) == post
+    channels = (await api.get(f"/users/me/teams/{mm.team['id']}/channels")).json()
+    assert {c["id"] for c in channels} == {scene.town.id, scene.dm.id, gm.id}
+    members = (await api.get(f"/channels/{gm.id}/members")).json()
+    assert {(m["user_id"], m["roles"]) for m in members} == {
+        (u.id, "channel_user") for u in (alice, bob, bot)  # no channel admin in a group message
+    }
+    with pytest.raises(ValueError):
+        mm.group_channel(alice, bot)
 
 
 # -- faults -----------------------------------------------------------------------------------

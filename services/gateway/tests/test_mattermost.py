@@ -252,7 +252,13 @@ async def _long_answer(nc: NatsClient, subjects: Subjects, job: InvestigationJob
 async def test_a_long_answer_is_split_into_numbered_posts_in_the_thread(start_bot: Any, world: World) -> None:
     async with start_bot(behaviour=_long_answer, max_post_chars=2000) as bot:
         question = world.mm.post_as(world.alice, world.ops, "@sleuth why?")
-        parts = await bot.answered(question, parts=5)
+
+        def total(posts: list[dict[str, Any]]) -> int:
+            return int(posts[0]["message"].split("/", 1)[1].split(")", 1)[0]) if posts else 0
+
+        first = await bot.answered(question)
+        parts = await world.mm.wait_for_async(
+            lambda: ((p := bot.replies(question)) and len(p) == total(first) and p) or None)
         n = len(parts)
         assert n >= 5
         numbered = sorted(parts, key=lambda p: int(p["message"][2:].split("/")[0]))

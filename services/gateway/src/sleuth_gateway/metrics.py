@@ -48,7 +48,8 @@ class Metrics:
         self.mattermost_ignored = Counter(
             "sleuth_gateway_mattermost_ignored",
             "Mattermost posts the bot did not answer, by reason: own (its own posts), system, "
-            "not_mentioned (a channel post without @bot), already_answered (by this or another replica).",
+            "not_mentioned (a channel post without @bot), already_answered (by this or another replica), "
+            "limited (an account posting faster than the question rate limit).",
             ["reason"],
             registry=self.registry,
         )

@@ -75,6 +75,12 @@ class MattermostSettings(BaseModel):
     answers ``{"user": "...", "groups": [...]}`` (200) or 404 for someone it does not know."""
     people_token_env: str = ""
     """Environment variable with a bearer token for ``people_url`` (empty: none sent)."""
+    sso_only: bool = False
+    """Map only accounts that sign in through SSO or LDAP (``auth_service`` set), whose email
+    the identity provider owns. The mapping is as trustworthy as Mattermost's emails: where
+    people may sign up or change their email without verification, whoever sets a mapped
+    email that no account holds yet acts as that person — turn this on there. Mattermost shows
+    ``auth_service`` only to system admins: the bot account needs that role then."""
     people_cache_ttl: int = Field(default=300, ge=1)
     """Seconds a mapped (or unmapped) person is remembered in Redis; ``refresh`` forgets them."""
     memory_turns: int = Field(default=10, ge=0)

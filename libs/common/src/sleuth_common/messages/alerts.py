@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sleuth_common.messages.base import Message
+from sleuth_common.messages.jobs import Requester
 
 __all__ = [
     "AlertChannelOp",
@@ -75,6 +76,19 @@ class AlertChannelRequest(Message):
     channel: str
     user: str
     groups: tuple[str, ...] = ()
+    members: tuple[Requester, ...] = ()
+    """Everyone who reads ``channel`` now, as the gateway resolved them (Kubernetes user and
+    groups per chat member), for a channel whose members only the gateway knows (any target but
+    ``web:``, e.g. ``mattermost:<channel_id>``); ignored for ``web:`` channels, whose members are
+    in the config (``gateway.channels[].members``).
+
+    Send **every** reader, the one saying the command included: an empty tuple means "unknown",
+    never "nobody else". The alerts service always adds the investigating identity itself, so a
+    list without the marker is tolerated; duplicates (same user and set of groups) are dropped.
+    Send them with every ``on`` and ``status``: ``on`` stores them with the mark (an ``on``
+    without them is refused: answers could not be fitted to the channel), ``status`` replaces
+    the stored ones (someone joined or left). Answers are investigated with the intersection of
+    every listed identity's scope, and their ``ChatPost.meta["readers"]`` names these identities."""
 
 
 class AlertChannelReply(Message):

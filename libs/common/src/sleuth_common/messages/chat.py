@@ -35,7 +35,7 @@ class ChatPost(Message):
     id: str
     """Idempotency key: the same id is shown once (alert answers use the batch id)."""
     target: str
-    """Where to post: ``web:<channel>`` (Mattermost/Slack targets later)."""
+    """Where to post: ``web:<channel>``, ``mattermost:<channel_id>``."""
     text: str
     """Markdown."""
     author: str = "sleuth"
@@ -43,4 +43,16 @@ class ChatPost(Message):
     """What made the post: ``alert``, ``command``, ``schedule`` …"""
     created_at: float = Field(default_factory=time.time, description="unix seconds")
     meta: dict[str, str] = Field(default_factory=dict)
-    """Small facts for machines (batch id, cluster, job id); never a secret."""
+    """Small facts for machines (batch id, cluster, job id); never a secret. Keys with a meaning
+    beyond the poster:
+
+    - ``readers``: on a post whose content was fitted to the scopes of the people reading
+      ``target`` (an alert answer, or an alert post that counts or lists alerts by scope), a JSON
+      array of the identities it was fitted to — the investigating identity and every channel
+      member it was intersected with — as ``sleuth_common.channels.audience_claims`` writes them
+      (``user|group,group``, sorted; a group member as ``|group``). A deliverer must not show
+      the post to anyone who is not among them: e.g. the gateway refuses to deliver it when a
+      current member of the channel is not (someone joined after ``alerts on``). A post without
+      ``readers`` carries nothing fitted to a scope.
+    - alert posts also carry ``batch``, ``cluster``, ``outcome`` and, for an answer, ``status``.
+    """

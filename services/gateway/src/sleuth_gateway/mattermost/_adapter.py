@@ -60,8 +60,12 @@ WORKING = "🔎 Investigating…"
 UNMAPPED = (
     "Sorry, I don't know who you are in Kubernetes, so I cannot look at any cluster for you. "
     "Ask your platform team to map your Mattermost account (by its email) to your Kubernetes "
-    "user; until then I answer nobody as anybody else."
+    "user{extra}."
 )
+_UNMAPPED_EXTRA = {
+    "not_sso": "; only accounts that sign in through single sign-on are mapped here",
+    "no_email": "; I cannot see your account's email (the server hides it from me)",
+}
 TOO_LONG = (
     "Sorry, your message is {n} characters long; I take questions of up to {limit} characters. "
     "Could you shorten it?"
@@ -100,6 +104,7 @@ class MattermostAdapter:
         self._lease: Lease | None = None
         self._memory: ConversationStore | None = None
         self._prefix = f"{gw.settings.prefix}:gateway:mattermost"
+        self._delay = cfg.reconnect_min
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -145,7 +150,7 @@ class MattermostAdapter:
     # ------------------------------------------------------------------ listening
     async def _run(self) -> None:
         assert self._lease is not None
-        delay = self.cfg.reconnect_min
+        self._delay = self.cfg.reconnect_min
         while not self._stopping.is_set():
             try:
                 if not await self._lease.acquire():
@@ -153,20 +158,24 @@ class MattermostAdapter:
                     await asyncio.sleep(self.cfg.lease_ttl / 3)
                     continue
                 await self._listen_while_leased()
-                delay = self.cfg.reconnect_min
-                continue
+                if self.state == "standby":
+                    continue  # the lease went to another replica
+                self.state = "degraded: the WebSocket closed"
             except MattermostRefused as exc:
                 self.state = f"degraded: {exc}"
             except MattermostError as exc:
                 self.state = f"degraded: Mattermost unreachable ({exc})"
             except (RedisError, OSError) as exc:
                 self.state = f"degraded: Redis unavailable ({type(exc).__name__})"
+            except Exception as exc:  # the listener's edge: never let it die for good
+                log.exception("the Mattermost listener failed")
+                self.state = f"degraded: {type(exc).__name__}"
             self.gw.metrics.mattermost_connects.labels(outcome="failed").inc()
-            log.warning("Mattermost bot %s; reconnecting in %.0f s", self.state, delay)
+            log.warning("Mattermost bot %s; reconnecting in %.1f s", self.state, self._delay)
             with contextlib.suppress(RedisError, OSError):
                 await self._lease.release()  # let a replica that can reach Mattermost listen
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.cfg.reconnect_max)
+            await asyncio.sleep(self._delay)
+            self._delay = min(self._delay * 2, self.cfg.reconnect_max)
 
     async def _listen_while_leased(self) -> None:
         """Listen until the connection closes or the lease is lost."""
@@ -193,6 +202,7 @@ class MattermostAdapter:
             kind = event.get("event")
             if kind == "hello":
                 self.state = "listening"
+                self._delay = self.cfg.reconnect_min
                 self.gw.metrics.mattermost_connects.labels(outcome="ok").inc()
                 log.info("Mattermost bot listening", extra={"bot": self.bot_name, "url": self.cfg.url})
                 self._spawn(self._catch_up(), "mattermost-catch-up")
@@ -209,7 +219,6 @@ class MattermostAdapter:
                     if channel.type:
                         self._channels[channel.id] = channel
                     self._spawn(self._on_post(post, mention_ids, live=True), "mattermost-post")
-        self.state = "degraded: the WebSocket closed"
 
     def _spawn(self, coro: Awaitable[None], name: str) -> None:
         task = asyncio.ensure_future(coro)
@@ -354,6 +363,10 @@ class MattermostAdapter:
             return await self._say(channel, post, TOO_LONG.format(n=len(text), limit=cfg.question_limit))
         command = parse_command(text) if text else parse_command("help")
         poster_id = str(post.get("user_id", ""))
+        # Per Mattermost account, before anything is looked up: an unmapped account cannot make
+        # the bot call Mattermost and post without limit either.
+        if not (await self.gw.ratelimiter.take(f"mattermost-account:{poster_id}")).allowed:
+            return self._ignored("limited")
         if command is not None and command.name == "refresh":
             await self._people.forget(poster_id)
         try:
@@ -364,7 +377,7 @@ class MattermostAdapter:
         if not person.mapped:
             await self._audit_unmapped(post, person)
             self.gw.metrics.mattermost_posts.labels(outcome="unmapped").inc()
-            return await self._say(channel, post, UNMAPPED)
+            return await self._say(channel, post, UNMAPPED.format(extra=_UNMAPPED_EXTRA.get(person.why, "")))
         identity = Identity(person.user, person.groups)
         if is_refused(identity, cfg.refused_identities):
             self.gw.metrics.mattermost_posts.labels(outcome="refused").inc()
@@ -425,7 +438,7 @@ class MattermostAdapter:
             "outcome": "unmapped",
             "mattermost_user_id": person.mm_id,
             "username": person.username,
-            "reason": "deactivated" if not person.active else "no_mapping",
+            "reason": person.why,
             "post": str(post.get("id", "")),
         }
         log.warning("a Mattermost user without a Kubernetes identity asked", extra=body)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import httpx
 from redis.asyncio import Redis
@@ -38,6 +38,9 @@ class Person:
     groups: tuple[str, ...] = ()
     is_bot: bool = False
     active: bool = True
+    why: str = ""
+    """Why an account is unmapped: ``deactivated``, ``no_email`` (none visible to the bot),
+    ``not_sso`` (``sso_only``), ``no_mapping``; "" when mapped."""
 
     @property
     def mapped(self) -> bool:
@@ -46,7 +49,7 @@ class Person:
     def to_json(self) -> str:
         return json.dumps({
             "username": self.username, "user": self.user, "groups": list(self.groups),
-            "is_bot": self.is_bot, "active": self.active,
+            "is_bot": self.is_bot, "active": self.active, "why": self.why,
         })
 
     @classmethod
@@ -55,6 +58,7 @@ class Person:
         return cls(
             mm_id=mm_id, username=str(doc["username"]), user=str(doc["user"]),
             groups=tuple(str(g) for g in doc["groups"]), is_bot=bool(doc["is_bot"]), active=bool(doc["active"]),
+            why=str(doc.get("why", "")),
         )
 
 
@@ -105,7 +109,7 @@ class People:
             doc = await self._api.user(mm_id)
         except MattermostError as exc:
             if exc.status == 404:
-                return Person(mm_id=mm_id, username="", active=False)
+                return Person(mm_id=mm_id, username="", active=False, why="deactivated")
             raise PeopleUnavailable(f"Mattermost did not say who the user is ({exc})") from exc
         base = Person(
             mm_id=mm_id,
@@ -114,13 +118,17 @@ class People:
             active=not doc.get("delete_at"),
         )
         email = str(doc.get("email", "") or "").strip().lower()
-        if not base.active or not email:
-            return base
+        if not base.active:
+            return replace(base, why="deactivated")
+        if not email:
+            return replace(base, why="no_email")
+        if self._cfg.sso_only and not doc.get("auth_service"):
+            return replace(base, why="not_sso")
         static = self._static.get(email)
         if static is not None:
-            return Person(**{**base.__dict__, "user": static.user, "groups": tuple(static.groups)})
+            return replace(base, user=static.user, groups=tuple(static.groups))
         if self._http is None:
-            return base
+            return replace(base, why="no_mapping")
         return await self._from_backend(base, email)
 
     async def _from_backend(self, base: Person, email: str) -> Person:
@@ -134,7 +142,7 @@ class People:
         except httpx.HTTPError as exc:
             raise PeopleUnavailable(f"the people backend did not answer ({type(exc).__name__})") from exc
         if resp.status_code == 404:
-            return base
+            return replace(base, why="no_mapping")
         if resp.status_code != 200:
             raise PeopleUnavailable(f"the people backend answered HTTP {resp.status_code}")
         try:
@@ -145,4 +153,6 @@ class People:
                 raise TypeError
         except (ValueError, KeyError, TypeError) as exc:
             raise PeopleUnavailable("the people backend's answer is not {\"user\", \"groups\"}") from exc
-        return Person(**{**base.__dict__, "user": user.strip(), "groups": tuple(str(g) for g in groups)})
+        if not user.strip():
+            return replace(base, why="no_mapping")
+        return replace(base, user=user.strip(), groups=tuple(str(g) for g in groups))
