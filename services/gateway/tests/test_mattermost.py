@@ -223,6 +223,16 @@ async def test_a_shared_channel_answer_fits_every_member(start_bot: Any, world: 
         assert _verifier(world.pub).verify(job.identity).members == ("alice|team-a",)
 
 
+async def test_a_group_message_is_answered_when_the_bot_is_named(start_bot: Any, world: World) -> None:
+    async with start_bot() as bot:
+        group = world.mm.group_channel(world.alice, world.bob, world.bot)
+        world.mm.post_as(world.alice, group, "bob, is checkout down for you too?")
+        question = world.mm.post_as(world.alice, group, "@sleuth what is failing?")
+        await bot.answered(question)
+        [job] = bot.agent.jobs  # the first post was between people
+        assert job.audience == (Requester(user="bob", groups=("team-b",)),)
+
+
 async def test_unmapped_people_get_no_identity(start_bot: Any, world: World) -> None:
     async with start_bot() as bot:
         dm = world.mm.dm_channel(world.mallory, world.bot)

@@ -287,7 +287,7 @@ class MattermostAdapter:
             if post.get("type"):
                 return self._ignored("system")
             channel = await self._channel(str(post.get("channel_id", "")))
-            if not channel.direct and not self._addressed(post, mention_ids):
+            if not channel.direct and not self._addressed(post, mention_ids, channel):
                 return self._ignored("not_mentioned")
             if not await self._claim(post_id):
                 return self._ignored("already_answered")
@@ -311,7 +311,11 @@ class MattermostAdapter:
         finally:
             await self._settle(post_id, done)
 
-    def _addressed(self, post: dict[str, Any], mention_ids: list[str] | None) -> bool:
+    def _addressed(self, post: dict[str, Any], mention_ids: list[str] | None, channel: _Channel) -> bool:
+        if channel.type == "G":
+            # Mattermost counts every post of a group message as mentioning every member: there
+            # the bot answers only when its name is written (people talk among themselves too).
+            return mentions(str(post.get("message", "")), self.bot_name)
         if mention_ids is not None and self.bot_id in mention_ids:
             return True
         props = post.get("props") or {}
