@@ -15,7 +15,11 @@ SECRET_NAMES = {
     "alerts": "prod-alertmanager-route-tokens",
     "auth": "prod-bus-passwords",
     "cluster": "prod-2-authz-reviewer-token",
+    "chat": "prod-chat-bot-tokens",
 }
+
+# A private CA for the Mattermost server (public, so it may be in a ConfigMap).
+MATTERMOST_CA = "-----BEGIN CERTIFICATE-----\nMIIBmattermost\n-----END CERTIFICATE-----\n"
 
 PROFILES: dict[str, dict[str, Any]] = {
     # What `helm install sleuth helm/sleuth` renders.
@@ -49,7 +53,17 @@ PROFILES: dict[str, dict[str, Any]] = {
         "nats": {"config": {"cluster": {"enabled": True, "replicas": 3}}},
         "gateway": {"ingress": {"enabled": True, "className": "nginx", "host": "sleuth.example.com",
                                 "tls": {"secretName": "sleuth-tls"}},
-                    "trustedProxies": ["10.0.0.0/8"]},
+                    "trustedProxies": ["10.0.0.0/8"],
+                    "mattermost": {
+                        "url": "https://chat.example.com",
+                        "people": [{"email": "alice@example.com", "user": "alice", "groups": ["team-a"]},
+                                   {"email": "Carol@Example.com", "user": "carol"}],
+                        "peopleUrl": "https://people.example.internal/k8s-identity",
+                        "caBundle": MATTERMOST_CA,
+                        "ignoredMembers": ["jira-bot"],
+                    }},
+        "chat": {"existingSecret": SECRET_NAMES["chat"], "mattermostTokenKey": "mm-bot-token-prod",
+                 "peopleTokenKey": "people-api-token-prod"},
         "alerts": {
             "existingSecret": SECRET_NAMES["alerts"],
             "routes": [
@@ -81,6 +95,15 @@ PROFILES: dict[str, dict[str, Any]] = {
             "limits": {"daily_llm_calls": 50},
             "logging": {"json_format": False},
         },
+    },
+    # The gateway's Mattermost bot, as the chart README sets it up: a server, the people, the Secret.
+    "mattermost": {
+        "chat": {"existingSecret": "sleuth-chat"},
+        "gateway": {"mattermost": {
+            "url": "https://chat.example.com",
+            "people": [{"email": "alice@example.com", "user": "alice", "groups": ["team-a"]},
+                       {"email": "bob@example.com", "user": "bob", "groups": ["team-b"]}],
+        }},
     },
     # kube-mcp also reads with the caller's own token; no read-only ClusterRole of its own.
     "caller-token": {"kubeMcp": {"readWithCallerToken": True}},

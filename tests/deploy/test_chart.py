@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from sleuth_common.config import load_settings
 from tests.deploy.chart import CHART_DIR, find, load_chart, render_chart, render_notes, service_config
-from tests.deploy.conftest import PROFILES
+from tests.deploy.conftest import MATTERMOST_CA, PROFILES
 
 Obj = dict[str, Any]
 
@@ -44,8 +44,9 @@ EXPECTED = {
     "external": {"HorizontalPodAutoscaler": 1, "NetworkPolicy": 4, "PodDisruptionBudget": 5},
     "keda": {"HorizontalPodAutoscaler": 0, "ScaledObject": 1},
     "fixed": {"HorizontalPodAutoscaler": 0, "ScaledObject": 0, "PodDisruptionBudget": 0, "NetworkPolicy": 0},
-    "everything": {"ScaledObject": 1, "Ingress": 2, "NetworkPolicy": 7, "ConfigMap": 2,
+    "everything": {"ScaledObject": 1, "Ingress": 2, "NetworkPolicy": 7, "ConfigMap": 3,
                    "PodDisruptionBudget": 4, "ClusterRole": 3},
+    "mattermost": {"Deployment": 5, "ConfigMap": 1, "NetworkPolicy": 6},
     "caller-token": {"ClusterRole": 2, "ClusterRoleBinding": 2},
 }
 
@@ -267,6 +268,82 @@ def test_external_and_everything_config(rendered: dict[str, list[Obj]]) -> None:
     assert cfg["logging"] == {"level": "INFO", "json_format": False}
 
 
+def _gateway_settings(objects: list[Obj], tmp_path: Path) -> Any:
+    from sleuth_gateway.settings import Settings as GatewaySettings
+
+    path = tmp_path / "sleuth.yaml"
+    (cm,) = find(objects, "ConfigMap", "sleuth-config")
+    path.write_text(cm["data"]["sleuth.yaml"])
+    return load_settings(GatewaySettings, path)
+
+
+@pytest.mark.parametrize("name", ["mattermost", "everything"])
+def test_the_gateway_loads_the_mattermost_bot_as_given(name: str, rendered: dict[str, list[Obj]],
+                                                       tmp_path: Path) -> None:
+    """The values become the gateway's own ``MattermostSettings``: the server, the people (email →
+    Kubernetes user and groups), the token as a file; nothing else is written."""
+    from sleuth_gateway.settings import MattermostPerson
+
+    values = PROFILES[name]["gateway"]["mattermost"]
+    mm = _gateway_settings(rendered[name], tmp_path).gateway.mattermost
+    assert mm.url == values["url"]
+    assert mm.people == [MattermostPerson(email=p["email"], user=p["user"], groups=p.get("groups", []))
+                         for p in values["people"]]
+    assert mm.token_file == "/etc/sleuth/chat/mattermost-token"
+    assert mm.token_env == "SLEUTH_MATTERMOST_TOKEN", "the default: no pod has it, so the file is read"
+    assert mm.people_url == values.get("peopleUrl", "")
+    assert mm.ignored_members == values.get("ignoredMembers", [])
+    assert mm.ca_file == ("/etc/sleuth/mattermost-ca/ca.crt" if values.get("caBundle") else "")
+    assert mm.people_token_env == ("SLEUTH_MATTERMOST_PEOPLE_TOKEN" if name == "everything" else "")
+    written = set(service_config(rendered[name])["gateway"]["mattermost"])
+    assert written <= {"url", "token_file", "ca_file", "people", "people_url", "people_token_env", "ignored_members"}
+
+
+def test_no_mattermost_bot_unless_its_url_is_set(rendered: dict[str, list[Obj]], tmp_path: Path) -> None:
+    assert "mattermost" not in service_config(rendered["defaults"])["gateway"]
+    assert _gateway_settings(rendered["defaults"], tmp_path).gateway.mattermost.url == ""
+    # The Secret alone turns nothing on.
+    objects = render_chart({"chat": {"existingSecret": "sleuth-chat"}})
+    assert "mattermost" not in service_config(objects)["gateway"]
+
+
+def test_mattermost_needs_the_chat_secret() -> None:
+    with pytest.raises(helm_python.HelmRenderError,
+                       match=r"gateway\.mattermost\.url needs chat\.existingSecret: the Secret holding the "
+                             r"Mattermost bot's access token under key \"mattermost-token\""):
+        render_chart({"gateway": {"mattermost": {"url": "https://chat.example.com"}}})
+    with pytest.raises(helm_python.HelmRenderError, match=r'key \"bot\".*--from-literal=bot=TOKEN'):
+        render_chart({"gateway": {"mattermost": {"url": "https://chat.example.com"}},
+                      "chat": {"mattermostTokenKey": "bot"}})
+    # Through `config` the chart would not mount the token: it says where the setting goes.
+    with pytest.raises(helm_python.HelmRenderError, match=r"config\.gateway\.mattermost\.url: set gateway\.mattermost\.url instead"):
+        render_chart({"config": {"gateway": {"mattermost": {"url": "https://chat.example.com"}}}})
+    # Other Mattermost settings do go through `config`.
+    cfg = service_config(render_chart({**PROFILES["mattermost"], "config": {"gateway": {"mattermost": {"memory_turns": 4}}}}))
+    assert (cfg["gateway"]["mattermost"]["memory_turns"], cfg["gateway"]["mattermost"]["url"]) == (4, "https://chat.example.com")
+
+
+def test_mattermost_ca_bundle_is_mounted_and_rolls_the_gateway(rendered: dict[str, list[Obj]]) -> None:
+    objects = rendered["everything"]
+    (ca,) = find(objects, "ConfigMap", "sleuth-mattermost-ca")
+    assert ca["data"] == {"ca.crt": MATTERMOST_CA}
+    (gw,) = find(objects, "Deployment", "sleuth-gateway")
+    pod = gw["spec"]["template"]["spec"]
+    ca_file = service_config(objects)["gateway"]["mattermost"]["ca_file"]
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if ca_file.startswith(m["mountPath"] + "/")]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert volume["configMap"]["name"] == "sleuth-mattermost-ca"
+    assert ca_file[len(mount["mountPath"]) + 1:] in ca["data"]
+
+    def checksum(bundle: str) -> str:
+        values = {**PROFILES["mattermost"], "gateway": {"mattermost": {**PROFILES["mattermost"]["gateway"]["mattermost"], "caBundle": bundle}}}
+        (dep,) = find(render_chart(values), "Deployment", "sleuth-gateway")
+        return str(dep["spec"]["template"]["metadata"]["annotations"]["checksum/mattermost-ca"])
+
+    assert checksum(MATTERMOST_CA) != checksum(MATTERMOST_CA.replace("MIIB", "MIIC")), "a new CA restarts the gateway"
+    assert not find(rendered["mattermost"], "ConfigMap", "sleuth-mattermost-ca")
+
+
 def test_stream_replicas_need_a_nats_cluster() -> None:
     with pytest.raises(helm_python.HelmRenderError, match=r"jetstream\.replicas is 3 but the bundled NATS runs 1 server"):
         render_chart({"jetstream": {"replicas": 3}})
@@ -298,6 +375,12 @@ def test_config_null_removes_a_key() -> None:
         ({"image": {"tag": "latest"}}, "at '/image/tag'"),
         ({"scheduler": {"enabled": True}}, "at '/scheduler/enabled'"),
         ({"gateway": {"resources": {"requests": {"memory": None}}}}, "missing property 'memory'"),
+        ({"gateway": {"mattermost": {"url": "chat.example.com"}}}, "at '/gateway/mattermost/url'"),
+        ({"gateway": {"mattermost": {"peple": []}}}, "additional properties 'peple' not allowed"),
+        ({"gateway": {"mattermost": {"people": [{"email": "alice@example.com"}]}}}, "missing property 'user'"),
+        ({"gateway": {"mattermost": {"people": [{"email": "alice", "user": "alice"}]}}},
+         "at '/gateway/mattermost/people/0/email'"),
+        ({"chat": {"mattermostTokenKey": ""}}, "at '/chat/mattermostTokenKey'"),
     ],
 )
 def test_schema_refuses_with_a_clear_message(values: Obj, message: str) -> None:
@@ -369,6 +452,10 @@ def test_notes_say_where_to_go_and_how_to_sign_in(rendered: dict[str, list[Obj]]
     notes = render_notes(PROFILES["everything"])
     assert "https://sleuth.example.com/" in notes
     assert "team-a → #team-a-alerts" in notes
+    assert "Mattermost" not in render_notes({})
+    notes = render_notes(PROFILES["mattermost"])
+    assert "the Secret sleuth-chat with the Mattermost bot account's access token under key\n    mattermost-token" in notes
+    assert "kubectl -n sleuth rollout restart deployment/sleuth-gateway" in notes
 
 
 def test_make_chart_renders_like_helm_template_and_refuses_a_typo(tmp_path, capsys) -> None:

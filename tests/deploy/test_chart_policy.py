@@ -216,9 +216,9 @@ def test_each_pod_gets_only_its_own_private_key(profile: tuple[str, list[Obj]]) 
             assert env["SLEUTH_AUTHZ_CACHE_KEY"]["valueFrom"]["secretKeyRef"] == {"name": secret, "key": "authz-cache-key"}
 
 
-def _identity_keys_seen(dep: Obj, secret: str) -> set[str]:
-    """The keys of the identity Secret a pod can read, by any route: secret volumes (all keys
-    without ``items``: ``*``), projected secret sources, env ``secretKeyRef`` and ``envFrom``."""
+def _secret_keys_seen(dep: Obj, secret: str) -> set[str]:
+    """The keys of ``secret`` a pod can read, by any route: secret volumes (all keys without
+    ``items``: ``*``), projected secret sources, env ``secretKeyRef`` and ``envFrom``."""
     pod = _pod(dep)
     seen: set[str] = set()
     sources = [v["secret"] | {"name": v["secret"]["secretName"]} for v in pod["volumes"] if "secret" in v]
@@ -240,13 +240,68 @@ def test_only_the_gateway_reads_the_chat_key_and_the_agent_trusts_it(profile: tu
     issuer."""
     name, objects = profile
     secret = SECRET_NAMES["identity"] if name == "everything" else "sleuth-identity"
-    seen = {component: _identity_keys_seen(dep, secret) for component, dep in _deployments(objects).items()}
+    seen = {component: _secret_keys_seen(dep, secret) for component, dep in _deployments(objects).items()}
     assert {c for c, keys in seen.items() if keys & {"chat.key", "*"}} == {"gateway"}, f"{name}: {seen}"
     assert "chat.pub" in seen["agent"]
     identity = service_config(objects)["identity"]
     assert identity["job_issuers"]["sleuth-chat"] == ["/etc/sleuth/identity/chat.pub"]
     assert all("/etc/sleuth/identity/chat.pub" not in paths
                for issuer, paths in identity["job_issuers"].items() if issuer != "sleuth-chat")
+
+
+def _chat_secret(name: str) -> tuple[str, str, str]:
+    """(chat.existingSecret, chat.mattermostTokenKey, chat.peopleTokenKey) of a profile."""
+    chat = PROFILES[name].get("chat", {})
+    return chat.get("existingSecret", ""), chat.get("mattermostTokenKey", "mattermost-token"), chat.get("peopleTokenKey", "")
+
+
+def test_only_the_gateway_reads_the_chat_secret(profile: tuple[str, list[Obj]]) -> None:
+    """The Mattermost bot's token (and the people backend's) reach the gateway only, each by its
+    own key, and only when the bot is on; no other pod can read the chat Secret by any route."""
+    name, objects = profile
+    secret, token_key, people_key = _chat_secret(name)
+    mattermost = service_config(objects)["gateway"].get("mattermost")
+    deployments = _deployments(objects)
+    if not mattermost:
+        assert not secret or all(_secret_keys_seen(d, secret) == set() for d in deployments.values()), name
+        for component, dep in deployments.items():
+            assert "chat" not in {v["name"] for v in _pod(dep)["volumes"]}, f"{name}/{component}"
+            assert not any(n.startswith("SLEUTH_MATTERMOST") for n in _env(containers(dep)[0])), f"{name}/{component}"
+        return
+    seen = {component: _secret_keys_seen(dep, secret) for component, dep in deployments.items()}
+    want = {token_key} | ({people_key} if people_key and mattermost.get("people_url") else set())
+    assert seen == {c: (want if c == "gateway" else set()) for c in deployments}, f"{name}: {seen}"
+    # The token is the file the config names: that one key, read-only, owner and fsGroup only.
+    gateway = deployments["gateway"]
+    (c,) = containers(gateway)
+    token_file = mattermost["token_file"]
+    (mount,) = [m for m in c["volumeMounts"] if token_file.startswith(m["mountPath"].rstrip("/") + "/")]
+    assert mount["readOnly"] is True
+    volume = next(v for v in _pod(gateway)["volumes"] if v["name"] == mount["name"])["secret"]
+    assert volume["secretName"] == secret and volume["defaultMode"] == 0o440
+    assert volume["items"] == [{"key": token_key, "path": token_file[len(mount["mountPath"].rstrip("/")) + 1:]}]
+    # Nothing in the pod's environment overrides the file (token_env wins over token_file).
+    assert mattermost.get("token_env", "SLEUTH_MATTERMOST_TOKEN") not in _env(c)
+    if people_key:
+        ref = _env(c)[mattermost["people_token_env"]]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": secret, "key": people_key}
+
+
+def test_the_chat_secret_is_not_mounted_without_the_bot() -> None:
+    objects = render_chart({"chat": {"existingSecret": "sleuth-chat", "peopleTokenKey": "people"}})
+    assert all(_secret_keys_seen(d, "sleuth-chat") == set() for d in find(objects, "Deployment"))
+    # Without peopleUrl the people token is not handed out either.
+    objects = render_chart({**PROFILES["mattermost"], "chat": {"existingSecret": "sleuth-chat", "peopleTokenKey": "people"}})
+    seen = {_component(d): _secret_keys_seen(d, "sleuth-chat") for d in find(objects, "Deployment")}
+    assert seen == {s: ({"mattermost-token"} if s == "gateway" else set()) for s in SERVICES}
+
+
+def test_the_mattermost_bot_can_connect_out(rendered: dict[str, list[Obj]]) -> None:
+    """The bot connects to Mattermost (HTTPS and its WebSocket) and Mattermost never calls in:
+    the release's policies restrict ingress only, and open nothing new for it."""
+    policies = {p["metadata"]["name"]: p["spec"] for p in find(rendered["mattermost"], "NetworkPolicy")}
+    assert all(spec["policyTypes"] == ["Ingress"] for spec in policies.values())
+    assert policies == {p["metadata"]["name"]: p["spec"] for p in find(rendered["defaults"], "NetworkPolicy")}
 
 
 def test_only_authz_cache_and_kube_mcp_get_a_kubernetes_token(profile: tuple[str, list[Obj]]) -> None:
@@ -281,7 +336,8 @@ def test_secrets_appear_only_as_references(rendered: dict[str, list[Obj]]) -> No
     """Render with secret-looking names and keys: they may appear only in secretKeyRef and secret
     volumes of the pods that use them, never in a ConfigMap or a literal env value."""
     objects = rendered["everything"]
-    sentinels = [*SECRET_NAMES.values(), "sk-live-key", "route-team-a-token", "route-platform-token"]
+    sentinels = [*SECRET_NAMES.values(), "sk-live-key", "route-team-a-token", "route-platform-token",
+                 "mm-bot-token-prod", "people-api-token-prod"]
     for cm in find(objects, "ConfigMap"):
         for text in _strings(cm["data"]):
             assert not any(s in text for s in sentinels), f"{cm['metadata']['name']} names a secret"
@@ -306,12 +362,14 @@ def test_secrets_appear_only_as_references(rendered: dict[str, list[Obj]]) -> No
     assert {("SLEUTH_ALERTS_TOKEN_TEAM_A", f"{SECRET_NAMES['alerts']}/route-team-a-token"),
             ("PLATFORM_ALERTS_TOKEN", f"{SECRET_NAMES['alerts']}/route-platform-token")} <= refs["alerts"]
     assert ("SLEUTH_AUTHZ_TOKEN_PROD_2", f"{SECRET_NAMES['cluster']}/token") in refs["authz-cache"]
+    assert ("SLEUTH_MATTERMOST_PEOPLE_TOKEN", f"{SECRET_NAMES['chat']}/people-api-token-prod") in refs["gateway"]
     # Each secret only where it is used.
     for component, pairs in refs.items():
         names = {n for n, _ in pairs}
         assert ("SLEUTH_LLM_API_KEY" in names) == (component == "agent")
         assert bool(names & {"SLEUTH_ALERTS_TOKEN_TEAM_A", "PLATFORM_ALERTS_TOKEN"}) == (component == "alerts")
         assert ("SLEUTH_AUTHZ_TOKEN_PROD_2" in names) == (component == "authz-cache")
+        assert ("SLEUTH_MATTERMOST_PEOPLE_TOKEN" in names) == (component == "gateway")
 
 
 def test_without_auth_secret_services_log_in_as_nobody(rendered: dict[str, list[Obj]]) -> None:

@@ -127,14 +127,15 @@ def mounts(name: str) -> list[Mount]:
     return out
 
 
-def settings_of(name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The service's settings as it loads them: the mounted file, then its compose environment."""
+def settings_of(name: str, monkeypatch: pytest.MonkeyPatch, config_file: Path | None = None) -> Any:
+    """The service's settings as it loads them: the mounted file (or ``config_file`` in its
+    place), then its compose environment."""
     for key in [k for k in __import__("os").environ if k.startswith("SLEUTH_")]:
         monkeypatch.delenv(key)
     for key, value in environment(name).items():
         monkeypatch.setenv(key, value)
     config = next(m for m in mounts(name) if m.target == CONFIG_TARGET)
-    return load_settings(import_module(SETTINGS[name]).Settings, ROOT / config.source)
+    return load_settings(import_module(SETTINGS[name]).Settings, config_file or ROOT / config.source)
 
 
 def config_path() -> Path:
@@ -416,13 +417,70 @@ def test_the_gateway_alone_signs_as_sleuth_chat_and_the_agent_trusts_it(
 
 def test_secrets_reach_only_the_service_that_uses_them() -> None:
     holders = {k: {n for n in SERVICES if k in environment(n)}
-               for k in ("SLEUTH_AUTHZ_CACHE_KEY", "SLEUTH_DEMO_ALERTS_TOKEN", "SLEUTH_IDENTITY__SIGNING_KEY_FILE")}
+               for k in ("SLEUTH_AUTHZ_CACHE_KEY", "SLEUTH_DEMO_ALERTS_TOKEN", "SLEUTH_IDENTITY__SIGNING_KEY_FILE",
+                         "SLEUTH_MATTERMOST_TOKEN")}
     assert holders == {"SLEUTH_AUTHZ_CACHE_KEY": {"authz-cache"}, "SLEUTH_DEMO_ALERTS_TOKEN": {"alerts"},
-                       "SLEUTH_IDENTITY__SIGNING_KEY_FILE": set(IDENTITY_SIGNERS)}
+                       "SLEUTH_IDENTITY__SIGNING_KEY_FILE": set(IDENTITY_SIGNERS),
+                       "SLEUTH_MATTERMOST_TOKEN": {"gateway"}}
     for name in SERVICES:  # from .env or the documented default, never a literal in the file
         for key, raw in (SERVICES[name].get("environment") or {}).items():
             if key != "SLEUTH_IDENTITY__SIGNING_KEY_FILE":
                 assert str(raw).startswith("${"), f"{name}: {key}"
+
+
+# --------------------------------------------------------------------------- the Mattermost bot
+
+
+def uncomment_mattermost(text: str) -> str:
+    """The config file with its commented-out ``mattermost:`` block uncommented, as the comment
+    above it tells a reader to."""
+    lines = text.splitlines(keepends=True)
+    (start,) = [i for i, line in enumerate(lines) if line.rstrip() == "  # mattermost:"]
+    end = start + 1
+    while end < len(lines) and lines[end].startswith("  #   "):
+        end += 1
+    assert end > start + 1, "the block has no body"
+    block = [line.replace("  # ", "  ", 1) for line in lines[start:end]]
+    return "".join([*lines[:start], *block, *lines[end:]])
+
+
+def test_only_the_gateway_gets_the_mattermost_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bot's token is in the gateway's environment only, under the name its settings read
+    (``gateway.mattermost.token_env``), from .env or the shell, never a value in the file."""
+    from sleuth_gateway.settings import MattermostSettings
+
+    name = MattermostSettings().token_env
+    assert {n for n in SERVICES if name in (SERVICES[n].get("environment") or {})} == {"gateway"}
+    assert SERVICES["gateway"]["environment"][name] == "${SLEUTH_MATTERMOST_TOKEN:-}"
+    assert not any(name in json.dumps(SERVICES[n]) for n in SERVICES if n != "gateway")
+    # As shipped the bot is off: no url, and an empty token is no token.
+    gateway = settings_of("gateway", monkeypatch)
+    assert gateway.gateway.mattermost.url == "" and gateway.gateway.mattermost.bot_token() is None
+
+
+def test_the_commented_mattermost_block_works_uncommented(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sleuth_gateway.settings import MattermostPerson
+
+    text = config_path().read_text()
+    assert "mattermost" not in yaml.safe_load(text)["gateway"], "off as shipped"
+    config = tmp_path / "sleuth.yaml"
+    config.write_text(uncomment_mattermost(text))
+    data = yaml.safe_load(config.read_text())
+    assert unread_keys(data) == set()
+    assert set(data["gateway"]["mattermost"]) == {"url", "people"}
+    mm = settings_of("gateway", monkeypatch, config).gateway.mattermost
+    assert mm.url == "https://chat.example.com"
+    # The people are the demo cluster's users, with their own groups.
+    users = yaml.safe_load((ROOT / "scenarios" / "demo" / "snapshot.yaml").read_text())["users"]
+    assert [p.user for p in mm.people] == ["alice", "bob", "carol"]
+    for person in mm.people:
+        assert isinstance(person, MattermostPerson)
+        assert person.groups == users[person.user]["groups"], person
+    # The token the compose file passes is the one the bot reads.
+    assert mm.bot_token() is None
+    monkeypatch.setenv(mm.token_env, "bot-token-from-dotenv")
+    token = mm.bot_token()
+    assert token is not None and token.get_secret_value() == "bot-token-from-dotenv"
 
 
 # --------------------------------------------------------------------------- running them

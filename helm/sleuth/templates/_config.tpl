@@ -73,6 +73,30 @@ gateway:
     {{- range list "gateway" "authz-cache" "agent" "alerts" "kube-mcp" }}
     - {{ printf "system:serviceaccount:%s:%s-%s" $ns $fullname . | quote }}
     {{- end }}
+  {{- with .Values.gateway.mattermost }}
+  {{- if .url }}
+  # The Mattermost bot: its token is a file from chat.existingSecret, in the gateway pod only.
+  mattermost:
+    url: {{ .url | quote }}
+    token_file: {{ include "sleuth.mattermostTokenFile" $ | quote }}
+    {{- if .caBundle }}
+    ca_file: {{ include "sleuth.mattermostCaFile" $ | quote }}
+    {{- end }}
+    people:{{ if not .people }} []{{ end }}
+      {{- range .people }}
+      - email: {{ .email | quote }}
+        user: {{ .user | quote }}
+        groups: {{ .groups | default list | toJson }}
+      {{- end }}
+    {{- if .peopleUrl }}
+    people_url: {{ .peopleUrl | quote }}
+    {{- if $.Values.chat.peopleTokenKey }}
+    people_token_env: SLEUTH_MATTERMOST_PEOPLE_TOKEN
+    {{- end }}
+    {{- end }}
+    ignored_members: {{ .ignoredMembers | toJson }}
+  {{- end }}
+  {{- end }}
 authz_cache:
   host: 0.0.0.0
   metrics_port: 9101
@@ -127,6 +151,9 @@ kube_mcp:
 {{- fail (printf "internal: the rendered config is not YAML: %s" $cfg.Error) -}}
 {{- end -}}
 {{- include "sleuth.deepMerge" (dict "dst" $cfg "src" (.Values.config | default dict)) -}}
+{{- if and (dig "gateway" "mattermost" "url" "" $cfg) (not .Values.gateway.mattermost.url) -}}
+{{- fail "config.gateway.mattermost.url: set gateway.mattermost.url instead, so the gateway gets the bot's token from chat.existingSecret" -}}
+{{- end -}}
 {{- include "sleuth.noSecrets" (dict "path" "config" "value" $cfg) -}}
 {{- toYaml $cfg -}}
 {{- end }}

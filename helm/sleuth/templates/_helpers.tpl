@@ -128,6 +128,12 @@ needs to find a clustered consumer's leader (<pod>.<headless service>). */}}
 {{/* Where authz-cache and kube-mcp find their projected service-account token and the cluster CA. */}}
 {{- define "sleuth.kubeApiDir" -}}/var/run/secrets/sleuth/kube{{- end }}
 
+{{/* Where the gateway finds the Mattermost bot's token (chat.existingSecret) and the server's CA. */}}
+{{- define "sleuth.chatSecretDir" -}}/etc/sleuth/chat{{- end }}
+{{- define "sleuth.mattermostTokenFile" -}}{{ include "sleuth.chatSecretDir" . }}/mattermost-token{{- end }}
+{{- define "sleuth.mattermostCaDir" -}}/etc/sleuth/mattermost-ca{{- end }}
+{{- define "sleuth.mattermostCaFile" -}}{{ include "sleuth.mattermostCaDir" . }}/ca.crt{{- end }}
+
 {{/* An environment variable name from a free name: upper case, [A-Z0-9_] only. */}}
 {{- define "sleuth.envName" -}}
 {{- regexReplaceAll "[^A-Z0-9_]" (upper .) "_" -}}

@@ -9,6 +9,7 @@ One service's Deployment. Arguments (dict):
   bus        log in to NATS/Redis as its own user when auth.existingSecret is set
   env        more env entries (YAML list text), literal values or secretKeyRef only
   volumes / volumeMounts  more of each (YAML list text)
+  annotations  more pod annotations (dict), e.g. a checksum of a file it mounts
   replicas   false to leave the count to an autoscaler
 
 The container is what `docker run IMAGE sleuth-<service> --config /etc/sleuth/sleuth.yaml` runs:
@@ -43,6 +44,9 @@ spec:
         {{- end }}
       annotations:
         checksum/config: {{ include "sleuth.configYaml" $ctx | sha256sum }}
+        {{- with .annotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
         {{- with $ctx.Values.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
