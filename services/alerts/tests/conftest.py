@@ -107,6 +107,9 @@ class Bus:
     jobs: list[InvestigationJob] = field(default_factory=list)
     posts: list[ChatPost] = field(default_factory=list)
     answer: bool = True
+    scopes: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=lambda: dict(SCOPES))
+    """user → cluster → namespaces the fake authz-cache answers (by user name only)."""
+    scope_requests: list[ScopeRequest] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _posted: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -146,7 +149,8 @@ class Bus:
 
     async def _scope(self, msg: Msg) -> None:
         req = ScopeRequest.model_validate_json(msg.data)
-        clusters = {c: ClusterScope(namespaces=ns) for c, ns in SCOPES.get(req.user, {}).items()}
+        self.scope_requests.append(req)
+        clusters = {c: ClusterScope(namespaces=ns) for c, ns in self.scopes.get(req.user, {}).items()}
         await msg.respond(ScopeReply(user=req.user, groups=req.groups, clusters=clusters).to_bytes())
 
     async def _job(self, msg: Msg) -> None:
@@ -199,19 +203,29 @@ class Running:
     async def post(self, route: str, body: Any, token: str | None = AUTO) -> httpx.Response:
         """POST ``body`` as JSON with the route's bearer token (``token=None``: none; a string: that one)."""
         if token == AUTO:
-            env = next((r.get("token_env", "") for r in ROUTES if r["name"] == route), "")
+            env = next((r.token_env for r in self.settings.alerts.routes if r.name == route), "")
             token = TOKENS.get(env)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return await self.client.post(f"/v1/alertmanager/{route}", json=body, headers=headers)
 
 
-def make_settings(nats_url: str, redis_url: str, **alerts: Any) -> Settings:
+def make_settings(
+    nats_url: str,
+    redis_url: str,
+    *,
+    gateway: dict[str, Any] | None = None,
+    identity: dict[str, Any] | None = None,
+    **alerts: Any,
+) -> Settings:
+    """``alerts`` go to the ``alerts`` group; ``gateway`` (the channels) and ``identity`` as given."""
     routes = alerts.pop("routes", ROUTES)
     return Settings(
         prefix="sleuth",
         nats={"url": nats_url, "connect_timeout": 2.0},
         redis={"url": redis_url, "timeout": 1.0},
         authz={"request_timeout": 1.0},
+        gateway=gateway or {},
+        identity=identity or {},
         clusters=[{"name": "demo", "aliases": ["dev"]}, {"name": "prod-1"}],
         alerts={
             "port": free_port(),

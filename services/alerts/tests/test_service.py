@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -81,6 +82,7 @@ async def test_one_window_one_investigation_per_cluster_and_cooldown(start_alert
         assert demo.target == "web:team-a-alerts" and demo.id == f"alert-{job.id}"
         assert "cluster **demo**" in demo.text and "KubePodCrashLooping" in demo.text
         assert "oom_killed" in demo.text and "E01" in demo.text
+        assert json.loads(demo.meta["readers"]) == ["alice|team-a"]  # no channel members configured
         outside = by_cluster["prod-1"].text
         assert "outside **alice**" in outside and "frontend" not in outside
 

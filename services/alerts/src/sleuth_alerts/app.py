@@ -29,6 +29,7 @@ from sleuth_alerts.store import Store
 from sleuth_alerts.webhook import WebhookServer, webhook_app
 from sleuth_common.connect import nats_broker, redis_client
 from sleuth_common.health import Dependencies, Readiness, until_up
+from sleuth_common.messages import web_channel
 from sleuth_common.subjects import Subjects
 
 __all__ = ["Alerts", "build", "create_app"]
@@ -81,7 +82,14 @@ class Alerts:
                     route.name,
                     route.token_env,
                 )
-            if route.run_as is None:
+            if route.run_as is not None and web_channel(route.target) is None:
+                log.info(
+                    "alert route %r: run_as is not used for %s (only `alerts on` there tells Sleuth who "
+                    "reads the channel): alerts are listed, not investigated, until someone says it",
+                    route.name,
+                    route.target,
+                )
+            elif route.run_as is None:
                 log.info(
                     "alert route %r names no run_as identity: alerts are listed, not investigated, "
                     "until someone says `alerts on` in %s",

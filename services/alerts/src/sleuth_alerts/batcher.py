@@ -10,11 +10,15 @@
   to the channel's one "unknown cluster" window, which is posted as a count, never investigated.
 - **tick**: windows past their closing time become batches (atomically, in Redis); batches
   wait for one of ``concurrency`` slots; each is investigated as the channel marker (``alerts
-  on``) or the route's identity, resolved fresh: its scope decides which alerts may be shown
-  and asked about. The job's id is the batch id and its answer comes back on
-  ``sleuth.alerts.results.<batch>``, which the ALERTS stream keeps until it is handled.
+  on``) or the route's identity, resolved fresh, intersected with every reader of the channel
+  (``_members``): that scope decides which alerts may be shown and asked about. A channel
+  outside web chat whose readers the gateway has not listed (no ``alerts on`` there, or a mark
+  from before it listed them) gets its alerts listed, not investigated. The job's id is the
+  batch id and its answer comes back on ``sleuth.alerts.results.<batch>``, which the ALERTS
+  stream keeps until it is handled.
 - **results**: a durable consumer turns each answer into one chat post whose id is the batch
   id (``alert-<batch>``), so a redelivered answer or a restarted service posts nothing twice.
+  Every post fitted to the readers' scopes names them in ``meta["readers"]``.
 - a batch with no answer after its deadline is reported as not finished.
 """
 
@@ -44,7 +48,7 @@ from sleuth_alerts.bus import publish_post
 from sleuth_alerts.metrics import Metrics
 from sleuth_alerts.payload import PayloadError, parse_payload
 from sleuth_alerts.settings import Settings
-from sleuth_alerts.store import Batch, Store
+from sleuth_alerts.store import Batch, Mark, Store
 from sleuth_alerts.triage import (
     UNKNOWN_CLUSTER,
     alert_ref,
@@ -267,9 +271,8 @@ class Batcher:
                 await self._post_not_finished(batch, "no answer arrived before the deadline")
         self.metrics.pending.set(await self.store.pending_alerts())
 
-    async def _identity(self, target: str) -> tuple[Requester | None, str]:
+    def _identity(self, target: str, mark: Mark | None) -> tuple[Requester | None, str]:
         """(who to investigate as, who marked the channel or "")."""
-        mark = await self.store.get_mark(target)
         if mark is not None and mark.user:
             return Requester(user=mark.user, groups=mark.groups), mark.user
         for route in self.cfg.routes:
@@ -277,16 +280,26 @@ class Batcher:
                 return Requester(user=route.run_as.user, groups=tuple(route.run_as.groups)), ""
         return None, ""
 
-    async def _members(self, target: str, who: Requester) -> tuple[Requester, ...]:
-        """Who reads ``target``: one identity per member entry (() when none are configured).
-        A ``user:`` member's groups are those Sleuth knows: the marker's, the route's ``run_as``."""
+    def _members(self, target: str, who: Requester, mark: Mark | None) -> tuple[Requester, ...] | None:
+        """Who reads ``target``, or None when nobody can tell (then nothing is investigated).
+
+        A ``web:`` channel: one identity per member entry of its config (() when it is not
+        configured or lists nobody: the gateway shows a web channel to its listed members only, and
+        drops posts for an unconfigured one). A ``user:`` member's groups
+        are those Sleuth knows: the marker's, the route's ``run_as``. Any other chat: the members
+        the gateway listed with the last ``alerts on|status`` (stored with the mark); without a
+        mark, or a mark without them (written before the gateway sent them), the readers are
+        unknown: None, fail closed."""
         name = web_channel(target)
-        channel = self.settings.gateway.channel(name) if name else None
+        if name is None:
+            if mark is None or not mark.user or not mark.members:
+                return None
+            return mark.members
+        channel = self.settings.gateway.channel(name)
         if channel is None:
             return ()
         known = [who, *(Requester(user=r.run_as.user, groups=tuple(r.run_as.groups))
                         for r in self.cfg.routes if r.target == target and r.run_as is not None)]
-        mark = await self.store.get_mark(target)
         if mark is not None and mark.user:
             known.append(Requester(user=mark.user, groups=mark.groups))
         return member_requesters(channel.members, known=known)
@@ -294,7 +307,10 @@ class Batcher:
     async def _scope(self, who: Requester, members: tuple[Requester, ...] = ()) -> ScopeReply:
         """``who``'s scope narrowed to what every member of the channel may read: marking a
         channel chooses whose identity reads the cluster, never widens what the channel sees."""
-        replies = [await self._scope_of(r) for r in (who, *members)]
+        unique: dict[tuple[str, frozenset[str]], Requester] = {}
+        for r in (who, *members):  # each identity asked once; ``who`` first (it names the result)
+            unique.setdefault((r.user, frozenset(r.groups)), r)
+        replies = [await self._scope_of(r) for r in unique.values()]
         return replies[0] if len(replies) == 1 else intersect_scopes(replies)
 
     async def _scope_of(self, who: Requester) -> ScopeReply:
@@ -332,11 +348,19 @@ class Batcher:
             text = compose.unknown_clusters(batch.new, len(batch.ctx), values[:5], more=max(len(values) - 5, 0))
             await self._post(batch, text, "unknown_cluster")
             return
-        who, marked_by = await self._identity(batch.target)
+        mark = await self.store.get_mark(batch.target)
+        who, marked_by = self._identity(batch.target, mark)
         if who is None:
             await self._post(batch, compose.no_identity(batch.cluster, batch.new), "no_identity")
             return
-        members = await self._members(batch.target, who)
+        members = self._members(batch.target, who, mark)
+        if members is None:
+            # An answer fitted to ``who`` alone, shown to readers nobody knows: never.
+            text = compose.no_readers(batch.cluster, batch.new, marked=bool(marked_by))
+            await self._post(batch, text, "no_readers")
+            return
+        # Whose scopes everything below is fitted to; the gateway posts it only to them.
+        readers = json.dumps(list(audience_claims((who, *members))))
         try:
             scope = await self._scope(who, members)
         except ScopeUnavailable as exc:
@@ -353,7 +377,7 @@ class Batcher:
         known = {c.name for c in self.settings.clusters}
         if not visible:
             text = compose.outside_access(batch.cluster, hidden, len(ctx), run_as=who.user, marked_by=marked_by)
-            await self._post(batch, text, "outside_access")
+            await self._post(batch, text, "outside_access", readers=readers)
             return
         asked = visible[: self.cfg.max_per_window]
         job = InvestigationJob(
@@ -381,6 +405,7 @@ class Batcher:
             self.clock() + self.cfg.investigation_timeout + self.cfg.answer_grace,
             run_as=who.user,
             marked_by=marked_by,
+            readers=readers,
             hidden=str(hidden),
             asked=json.dumps([a.fingerprint for a in asked]),
             over=json.dumps([a.fingerprint for a in visible[self.cfg.max_per_window :]]),
@@ -431,8 +456,13 @@ class Batcher:
         await self._post(batch, compose.not_finished(batch.cluster, asked, reason), "not_finished")
 
     async def _post(self, batch: Batch, text: str, outcome: str, **meta: str) -> None:
+        """Post ``text`` for ``batch`` once. A batch submitted for investigation has its readers
+        (``meta["readers"]``, see ``ChatPost.meta``) on every post: what it lists was chosen by
+        their scopes."""
         if await self.store.is_posted(batch.id):
             return
+        if "readers" in batch.meta:
+            meta.setdefault("readers", batch.meta["readers"])
         note = compose.left_out(
             batch.over_request,
             batch.over_window,

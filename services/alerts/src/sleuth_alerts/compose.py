@@ -19,6 +19,7 @@ __all__ = [
     "left_out",
     "listing",
     "no_identity",
+    "no_readers",
     "not_finished",
     "nothing_stored",
     "outside_access",
@@ -196,6 +197,22 @@ def no_identity(cluster: str, alerts: Sequence[AlertRef]) -> str:
         f"{_header(cluster, len(alerts), 0, 0)}\n\n{listing(alerts)}\n\n"
         "Not investigated: nobody said `alerts on` in this channel and its alert route names no "
         "identity to investigate as.\n"
+    )
+
+
+def no_readers(cluster: str, alerts: Sequence[AlertRef], *, marked: bool) -> str:
+    """A chat whose members only the gateway knows, and it has not said who they are: an
+    investigation could not be fitted to everyone reading, so there is none."""
+    then = (
+        "say `alerts status` here (or `alerts on` again) so Sleuth learns who is in the channel now"
+        if marked
+        else "someone in this channel can say `alerts on`: Sleuth then learns who is in the channel and "
+        "investigates with their access, showing only what all of you may read"
+    )
+    return (
+        f"{_header(cluster, len(alerts), 0, 0)}\n\n{listing(alerts)}\n\n"
+        "Not investigated: Sleuth does not know who reads this channel, and an investigation's "
+        f"answer must fit every reader. To change that, {then}.\n"
     )
 
 

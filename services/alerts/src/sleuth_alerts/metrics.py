@@ -38,7 +38,7 @@ class Metrics:
         )
         self.investigations = Counter(
             "sleuth_alert_investigations",
-            "Alert batches finished, by outcome (result status, outside_access, no_identity, not_finished)",
+            "Alert batches finished, by outcome (result status, outside_access, no_identity, no_readers, not_finished)",
             ["outcome"],
             registry=self.registry,
         )

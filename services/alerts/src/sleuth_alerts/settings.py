@@ -42,9 +42,13 @@ class RouteSettings(_Group):
     while ``alerts.require_token`` is on (the default), or accepts unauthenticated posts when it is
     off (warned at start-up)."""
     channel: str
-    """Web-chat channel the answers go to (``team-a-alerts``), or a full chat target (``web:…``)."""
+    """Web-chat channel the answers go to (``team-a-alerts``), or a full chat target (``web:…``,
+    ``mattermost:<channel_id>``)."""
     run_as: RunAs | None = None
-    """Identity investigations run as unless a member said ``alerts on`` in the channel."""
+    """Identity investigations run as unless a member said ``alerts on`` in the channel. Only for
+    a web-chat channel (its members are in ``gateway.channels``): in any other chat only ``alerts
+    on`` tells Sleuth who reads the channel, so until then alerts there are listed, not
+    investigated."""
 
     @property
     def target(self) -> str:

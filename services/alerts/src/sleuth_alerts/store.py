@@ -12,7 +12,10 @@ Keys (``<p>`` = ``<prefix>:alerts``):
 - ``<p>:win:left:<window>`` hash ``over_request`` / ``over_window``: alerts counted, not stored;
 - ``<p>:due`` sorted set window → closing time;
 - ``<p>:cool:<target>:<fingerprint>`` → end of the cooldown;
-- ``<p>:mark:<target>`` hash user, groups (JSON), at: who said ``alerts on``;
+- ``<p>:mark:<target>`` hash user, groups (JSON), at, members (JSON list of ``{user, groups}``):
+  who said ``alerts on`` and, for a channel only the gateway knows the members of (not ``web:``),
+  who read it as of the last ``alerts on|status`` (a mark written before ``members`` existed
+  reads as members ``()``);
 - ``<p>:batch:<id>`` hash: target, cluster, new / ctx (JSON lines), over_request, over_window,
   state, created …; expires ``batch_ttl`` after closing; once posted, the alerts are deleted and
   the rest (the "posted" marker) expires ``posted_ttl`` later;
@@ -24,14 +27,16 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
 from redis.asyncio import Redis
 
-from sleuth_common.messages import AlertRef
+from sleuth_common.messages import AlertRef, Requester
 
-__all__ = ["Batch", "Mark", "Store"]
+__all__ = ["Batch", "Mark", "Store", "unique_members"]
 
 _ADD = """
 -- KEYS: win_new, win_ctx, due, cool, win_left
@@ -87,6 +92,14 @@ return 1
 """
 
 
+_SET_MEMBERS = """
+-- KEYS: mark ; ARGV: members JSON. Only an existing mark (an unmark in between wins).
+if redis.call('HEXISTS', KEYS[1], 'user') == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'members', ARGV[1])
+return 1
+"""
+
+
 @dataclass(frozen=True)
 class Mark:
     """A channel marked with ``alerts on``: investigations run with this user's access."""
@@ -94,6 +107,30 @@ class Mark:
     user: str
     groups: tuple[str, ...] = ()
     at: float = 0.0
+    members: tuple[Requester, ...] = ()
+    """Who reads the channel, as the gateway said at the last ``alerts on|status`` (only for
+    channels whose members are not in the config; () = not known)."""
+
+
+def unique_members(members: Iterable[Requester]) -> tuple[Requester, ...]:
+    """``members`` with each identity once (same user and set of groups), groups sorted, in a
+    stable order."""
+    seen = {(r.user, tuple(sorted(set(r.groups)))) for r in members}
+    return tuple(Requester(user=u, groups=g) for u, g in sorted(seen))
+
+
+def _members_json(members: Iterable[Requester]) -> str:
+    return json.dumps([{"user": r.user, "groups": list(r.groups)} for r in unique_members(members)])
+
+
+def _members(blob: str) -> tuple[Requester, ...]:
+    """Stored members; anything unreadable counts as "not known" (fail closed: a channel whose
+    readers are not known gets no investigation)."""
+    try:
+        raw = json.loads(blob or "[]")
+        return unique_members(Requester.model_validate(m) for m in raw) if isinstance(raw, list) else ()
+    except (ValueError, ValidationError):
+        return ()
 
 
 @dataclass(frozen=True)
@@ -135,6 +172,7 @@ class Store:
         self._add = redis.register_script(_ADD)
         self._left_out = redis.register_script(_LEFT_OUT)
         self._close = redis.register_script(_CLOSE)
+        self._set_members = redis.register_script(_SET_MEMBERS)
 
     # ------------------------------------------------------------------ windows
     @staticmethod
@@ -287,10 +325,19 @@ class Store:
         return bool(await self.redis.hexists(f"{self.p}:batch:{batch_id}", "posted"))
 
     # ------------------------------------------------------------------ marks
-    async def mark(self, target: str, user: str, groups: tuple[str, ...], now: float) -> None:
+    async def mark(
+        self, target: str, user: str, groups: tuple[str, ...], now: float, members: Iterable[Requester] = ()
+    ) -> None:
+        """Mark ``target`` as ``user``'s (replacing any mark, its members too)."""
         await self.redis.hset(
-            f"{self.p}:mark:{target}", mapping={"user": user, "groups": json.dumps(list(groups)), "at": now}
+            f"{self.p}:mark:{target}",
+            mapping={"user": user, "groups": json.dumps(list(groups)), "at": now, "members": _members_json(members)},
         )
+
+    async def set_members(self, target: str, members: Iterable[Requester]) -> bool:
+        """Replace the marked channel's members; False (nothing written) when it is not marked."""
+        res = await self._set_members(keys=[f"{self.p}:mark:{target}"], args=[_members_json(members)])
+        return bool(int(res))
 
     async def unmark(self, target: str) -> Mark | None:
         old = await self.get_mark(target)
@@ -309,6 +356,7 @@ class Store:
             user=d.get("user", ""),
             groups=tuple(json.loads(d.get("groups", "[]"))),
             at=float(d.get("at", 0) or 0),
+            members=_members(d.get("members", "")),
         )
 
     async def cooling(self, target: str) -> int:
