@@ -1,6 +1,7 @@
 """Pure parts of the chat commands: the parser (a whole message is a command; one that merely
 mentions a command word is a question, DESIGN §5: a scenario table and properties over generated
-messages), and the helpers of ``diagnostics`` (URLs shown without credentials, the commit)."""
+messages), and the helpers of ``diagnostics`` (URLs shown without credentials, the commit, the
+agent's LLM state in words)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sleuth_common.messages import LlmEndpointReport, LlmReport
 from sleuth_gateway import Settings
 from sleuth_gateway.commands import Command, parse_command
-from sleuth_gateway.commands._diagnostics import _health_base, _masked, _secrets, git_commit, shown_url
+from sleuth_gateway.commands._diagnostics import (
+    _health_base,
+    _llm_section,
+    _masked,
+    _secrets,
+    git_commit,
+    shown_url,
+)
 from sleuth_gateway.commands._parse import ALERT_OPS, COMMANDS, POLITE
 
 
@@ -130,3 +139,28 @@ def test_every_configured_secret_is_masked(monkeypatch: pytest.MonkeyPatch) -> N
     found = _secrets(SimpleNamespace(settings=settings))  # type: ignore[arg-type]
     text = "natstoken nats-pw redis-url-pw redis-env-pw sk-live-key mcp-key n1 r m"
     assert _masked(text, found) == "*** *** *** *** *** *** n1 r m"
+
+
+PRIMARY = LlmEndpointReport(provider="anthropic", model="claude-x", endpoint="https://u:pw@api.example/v1?k=1")
+BACKUP = LlmEndpointReport(provider="openai", model="llama3", endpoint="http://ollama:11434/v1")
+
+
+@pytest.mark.parametrize(("report", "expected"), [
+    (LlmReport(), ["**LLM** (the agent's): none configured; the deterministic investigator answers alone."]),
+    (LlmReport(primary=PRIMARY, requests={"ok": 2}), [
+        "**LLM** (the agent's): anthropic `claude-x` at https://api.example/v1",
+        "- no backup endpoint, so no circuit breaker: a failed request is retried, then the deterministic "
+        "answer stands",
+        "- requests since the agent started: 2 ok",
+    ]),
+    (LlmReport(primary=PRIMARY, backup=BACKUP, circuit="half_open", consecutive_failures=1, failure_threshold=3,
+               cooldown_seconds=30, last_used="backup"), [
+        "**LLM** (the agent's): anthropic `claude-x` at https://api.example/v1",
+        "- backup: openai `llama3` at http://ollama:11434/v1",
+        "- circuit half-open: one request is probing the primary; 1 consecutive failure of the primary "
+        "(3 open the circuit for 30s); last request answered by the backup",
+        "- requests since the agent started: none",
+    ]),
+])
+def test_the_agents_llm_state_in_words(report: LlmReport, expected: list[str]) -> None:
+    assert _llm_section(report) == expected

@@ -1,8 +1,8 @@
 """Chat commands end to end: the gateway in-process against real nats-server and Valkey, with
 FakeAuthz answering sign-ins and scopes. Every command through ``/v1/query`` and a web-chat
 channel post; ``access`` and ``/v1/whoami`` agree; ``diagnostics`` for cluster admins only,
-without secrets; ``help`` follows the deployment and the caller; nobody learns another
-tenant's namespace names."""
+without secrets, with a fake agent answering ``sleuth.agent.diagnostics`` (or none); ``help``
+follows the deployment and the caller; nobody learns another tenant's namespace names."""
 
 from __future__ import annotations
 
@@ -16,9 +16,18 @@ import nats
 import pytest
 
 from sleuth.embedded import NatsServer, ValkeyServer, free_port
-from sleuth_common.messages import AlertChannelReply, AlertChannelRequest
+from sleuth_common.messages import (
+    AgentDiagnosticsReply,
+    AgentDiagnosticsRequest,
+    AlertChannelReply,
+    AlertChannelRequest,
+    LlmEndpointReport,
+    LlmReport,
+    McpServerReport,
+)
 from sleuth_common.subjects import Subjects
 from sleuth_gateway import Settings, create_app
+from sleuth_gateway.commands import _diagnostics
 
 from .conftest import PREFIX, FakeAuthz, auth, serve
 
@@ -26,7 +35,30 @@ pytestmark = pytest.mark.connected
 
 ALICE, BOB, CAROL = auth("t-alice"), auth("t-bob"), auth("t-carol")
 CHANNELS = [{"name": "team-a-alerts", "members": ["group:team-a", "user:carol"]}]
-SECRETS = ("NatsS3cretPw", "RedisS3cretPw", "Mcp5ecretPw", "McpQueryTok3n", "sk-LlmKey-123456")
+SECRETS = ("NatsS3cretPw", "RedisS3cretPw", "Mcp5ecretPw", "McpQueryTok3n", "sk-LlmKey-123456", "BackupPw99")
+
+
+def agent_view(own: str, closed: str) -> AgentDiagnosticsReply:
+    """What an agent with the fixture's servers (and one of its own) and a failed-over model says."""
+    return AgentDiagnosticsReply(
+        agent="agent-7f9c:1", version="0.1.0", duration_ms=2003.0,
+        mcp=(
+            McpServerReport(cluster="demo", server="kube", url=_diagnostics.shown_url(own), reachable=True,
+                            tools=14, latency_ms=35.2),
+            McpServerReport(cluster="prod-1", server="kube", url=closed, reachable=False, latency_ms=2.5,
+                            error="cannot connect"),
+            McpServerReport(cluster="", server="prometheus", url=f"https://u:{SECRETS[5]}@prom:9090/mcp?t=x",
+                            reachable=True, tools=3, latency_ms=12.0),
+        ),
+        llm=LlmReport(
+            primary=LlmEndpointReport(provider="anthropic", model="claude-sonnet-4-5",
+                                      endpoint="https://api.anthropic.com"),
+            backup=LlmEndpointReport(provider="openai", model="llama3",
+                                     endpoint=f"http://ollama:{SECRETS[5]}@ollama:11434/v1?key={SECRETS[4]}"),
+            circuit="open", consecutive_failures=3, failure_threshold=3, cooldown_seconds=30.0,
+            last_used="backup", requests={"ok": 5, "network": 3},
+        ),
+    )
 
 
 @dataclass
@@ -34,6 +66,7 @@ class Gw:
     client: httpx.AsyncClient
     authz: FakeAuthz
     settings: Settings
+    agent_asked: list[AgentDiagnosticsRequest]
 
     async def ask(self, headers: dict[str, str], text: str) -> dict[str, Any]:
         resp = await self.client.post("/v1/query", json={"query": text}, headers=headers)
@@ -61,7 +94,10 @@ def gateway(nats_server: NatsServer, valkey: ValkeyServer, monkeypatch: pytest.M
     monkeypatch.setenv("SLEUTH_GIT_COMMIT", "abc1234")
 
     @asynccontextmanager
-    async def _start(*, channels: list[dict[str, Any]] | None = None, clusters: bool = True) -> AsyncIterator[Gw]:
+    async def _start(
+        *, channels: list[dict[str, Any]] | None = None, clusters: bool = True, agent: str = "answers"
+    ) -> AsyncIterator[Gw]:
+        """``agent``: ``answers`` (``agent_view``), ``silent`` (subscribed, never answers) or ``none``."""
         port = free_port()
         nats_url = nats_server.url.replace("nats://", f"nats://gateway:{SECRETS[0]}@")
         redis_url = valkey.url.replace("redis://", f"redis://default:{SECRETS[1]}@")
@@ -90,10 +126,19 @@ def gateway(nats_server: NatsServer, valkey: ValkeyServer, monkeypatch: pytest.M
                 await msg.respond(AlertChannelReply(text=f"alerts {req.op} in {req.channel}").to_bytes())
 
             await nc.subscribe(Subjects(PREFIX).alerts_channels_all, cb=on_alerts)
+            asked: list[AgentDiagnosticsRequest] = []
+
+            async def on_diagnostics(msg: Any) -> None:
+                asked.append(AgentDiagnosticsRequest.model_validate_json(msg.data))
+                if agent == "answers":
+                    await msg.respond(agent_view(own, closed).to_bytes())
+
+            if agent != "none":
+                await nc.subscribe(Subjects(PREFIX).agent_diagnostics, queue="agent", cb=on_diagnostics)
             async with serve(create_app(settings), settings), httpx.AsyncClient(
                 base_url=f"http://127.0.0.1:{port}", timeout=15.0
             ) as client:
-                yield Gw(client, authz, settings)
+                yield Gw(client, authz, settings, asked)
         finally:
             await nc.close()
 
@@ -175,6 +220,7 @@ async def test_diagnostics_for_cluster_admins_only_and_without_secrets(gateway: 
             refused = (await gw.ask(headers, "diagnostics"))["answer"]
             assert "for cluster admins" in refused
             assert "MCP" not in refused and "team-" not in refused and "127.0.0.1" not in refused
+        assert not gw.agent_asked  # a refused caller costs the agent nothing
 
         answer = (await gw.ask(CAROL, "diagnostics"))["answer"]
         port = gw.settings.gateway.port
@@ -182,18 +228,55 @@ async def test_diagnostics_for_cluster_admins_only_and_without_secrets(gateway: 
                     "**MCP servers**", "**NATS**: connected", "**Redis**: PING", "**LLM**"]
         for section in sections:
             assert section in answer, answer
-        assert f"- **demo** `kube` (http://127.0.0.1:{port}/mcp): /healthz 200 ok" in answer
-        assert "/readyz 200 ok" in answer and "Tool counts are the agent's" in answer
-        assert "- **prod-1** `kube`" in answer and "/healthz cannot connect" in answer
+        assert len(gw.agent_asked) == 1
+        assert "**Agent**: `agent-7f9c:1` (sleuth-agent 0.1.0) answered in" in answer
+        # The agent's tool counts and latency beside the gateway's own probes.
+        assert (f"- **demo** `kube` (http://127.0.0.1:{port}/mcp): 14 tools (the agent listed them in 35 ms); "
+                "/healthz 200 ok") in answer
+        assert "/readyz 200 ok" in answer
+        assert ("- **prod-1** `kube` (http://127.0.0.1:" in answer
+                and "the agent cannot list its tools: cannot connect (after 2.5 ms); /healthz cannot connect" in answer)
+        assert ("- **all clusters (global servers)** `prometheus` (https://prom:9090/mcp, in the agent's "
+                "configuration only): 3 tools") in answer
+        assert "Tool counts unknown" not in answer
+        # The LLM as the agent runs it: endpoints, the open circuit, what its requests did.
+        assert "**LLM** (the agent's): anthropic `claude-sonnet-4-5` at https://api.anthropic.com" in answer
+        assert "- backup: openai `llama3` at http://ollama:11434/v1" in answer
+        assert ("- circuit OPEN: requests go to the backup until the primary is probed again; 3 consecutive "
+                "failures of the primary (3 open the circuit for 30s); last request answered by the backup") in answer
+        assert "- requests since the agent started: 5 ok, 3 network" in answer
         assert "`SLEUTH_JOBS`: 0 messages" in answer and "`SLEUTH_ALERTS`: absent" in answer
         assert "`gateway`: 0 pending, 0 unacknowledged, 0 redelivered" in answer  # the CHAT consumer
-        assert "used memory" in answer and "environment names anthropic" in answer
-        for secret in (*SECRETS, "probe@", "token="):
+        assert "used memory" in answer
+        for secret in (*SECRETS, "probe@", "token=", "key=", "t=x", "u:"):
             assert secret not in answer, secret
 
         # Cluster-wide on one cluster is not enough: the other did not answer (fail closed).
         gw.authz.failing = {"prod-1"}
         assert "for cluster admins" in (await gw.ask(CAROL, "diagnostics"))["answer"]
+
+
+@pytest.mark.parametrize(("agent", "why"), [
+    ("none", "no agent is running"),
+    ("silent", "no agent answered within 0.5s"),
+])
+async def test_diagnostics_without_an_agents_answer_says_so_and_keeps_the_probes(
+    gateway: Any, monkeypatch: pytest.MonkeyPatch, agent: str, why: str
+) -> None:
+    monkeypatch.setattr(_diagnostics, "AGENT_TIMEOUT", 0.5)
+    async with gateway(agent=agent) as gw:
+        answer = (await gw.ask(CAROL, "diagnostics"))["answer"]
+        assert f"**Agent**: {why}; tool counts and the LLM's state are unknown" in answer
+        port = gw.settings.gateway.port
+        assert f"- **demo** `kube` (http://127.0.0.1:{port}/mcp): /healthz 200 ok" in answer
+        assert "- **prod-1** `kube`" in answer and "/healthz cannot connect" in answer
+        assert (f"- Tool counts unknown: {why}. Listing a server's tools needs an identity only the agent "
+                "can sign.") in answer
+        assert (f"**LLM**: used by the agent, whose state is unknown ({why}); this gateway's environment "
+                "names anthropic") in answer
+        assert "tools (the agent listed" not in answer and "circuit" not in answer
+        for secret in (*SECRETS, "probe@", "token="):
+            assert secret not in answer, secret
 
 
 async def test_help_lists_what_this_deployment_offers_this_caller(gateway: Any) -> None:

@@ -5,12 +5,16 @@ answers split into numbered posts that each render on their own."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sleuth_gateway.mattermost import _text
 from sleuth_gateway.mattermost._text import for_mattermost, mentions, split_post, without_mention
 
 FENCE = "```"
@@ -43,20 +47,25 @@ def fence_lines(body: str) -> int:
 
 
 # -- split_post: properties -----------------------------------------------------------------------
-_WORD = st.text(alphabet="abcdefghij", min_size=1, max_size=10)
-_LONG_WORD = st.text(alphabet="xyz", min_size=150, max_size=900)  # longer than half a post
+_WORD = st.sampled_from(
+    ["pod", "api-7d9", "OOMKilled", "restarted", "12", "times,", "team-a", "the", "limit"]
+)
+# Longer than half a post: no line end to cut at, it is cut anywhere.
+_LONG_WORD = st.builds(
+    lambda c, n: (c * n)[:n], st.sampled_from(["xyz", "0123456789"]), st.integers(150, 900)
+)
 _LINE = st.lists(st.one_of(_WORD, _WORD, _WORD, _WORD, _LONG_WORD), min_size=1, max_size=12).map(" ".join)
 _PROSE = st.lists(_LINE, min_size=1, max_size=6).map("\n".join)
 _CODE = st.builds(
     lambda info, lines: f"{FENCE}{info}\n" + "\n".join(lines) + f"\n{FENCE}",
     st.sampled_from(["", "yaml", "console", "text-of-kubectl-describe-pod-output"]),
-    st.lists(st.one_of(_LINE, _LINE, st.just("")), min_size=1, max_size=40),  # "" : blank lines in code
+    st.lists(st.one_of(_LINE, _LINE, st.just("")), min_size=1, max_size=25),  # "" : blank lines in code
 )
 
 
 @st.composite
 def answers(draw: st.DrawFn) -> str:
-    blocks = draw(st.lists(st.one_of(_PROSE, _CODE), min_size=1, max_size=10))
+    blocks = draw(st.lists(st.one_of(_PROSE, _CODE), min_size=1, max_size=8))
     text = blocks[0]
     for block in blocks[1:]:
         text += draw(st.sampled_from(["\n\n", "\n", "\n\n\n"])) + block
@@ -64,7 +73,7 @@ def answers(draw: st.DrawFn) -> str:
 
 
 PROPERTY = settings(
-    max_examples=150,
+    max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )
@@ -155,10 +164,24 @@ def test_a_code_block_cut_in_two_is_closed_and_reopened() -> None:
         if i < len(with_code) - 1:  # and closed before the post ends
             assert lines[-1] == FENCE, body
     assert found[-1].endswith("So the readiness probe fails.")
-    code_read = [
-        line for body in found for line in body.split("\n") if line.startswith("  ready: false")
-    ]
+    code_read = [line for body in found for line in body.split("\n") if line.startswith("  ready: false")]
     assert code_read == code.split("\n")
+
+
+SPLIT_SMALL = """
+import runpy, sys
+split_post = runpy.run_path(sys.argv[1])["split_post"]
+parts = split_post("a" * 100, 60)
+assert parts and all(len(p) <= 60 for p in parts), parts
+"""
+
+
+def test_a_small_limit_still_splits() -> None:
+    module = Path(_text.__file__)
+    try:
+        subprocess.run([sys.executable, "-c", SPLIT_SMALL, str(module)], check=True, timeout=2.0)
+    except subprocess.TimeoutExpired:
+        pytest.fail('split_post("a" * 100, 60) did not return within 2 s')
 
 
 def test_posts_are_numbered_in_order() -> None:

@@ -1,4 +1,5 @@
-"""The gateway's side of the bus (nats-py): authenticate, invalidate, submit jobs, watch them.
+"""The gateway's side of the bus (nats-py): authenticate, invalidate, submit jobs, watch them,
+ask the alerts service and an agent (``diagnostics``).
 
 The gateway makes core request/reply calls (authz-cache), JetStream publishes (jobs) and plain
 subscriptions to one job's progress and done subjects, so it uses the NATS client directly
@@ -12,6 +13,7 @@ import contextlib
 import logging
 import math
 import time
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -29,6 +31,8 @@ from sleuth_common.config import NatsSettings
 from sleuth_common.connect import nats_connect_options
 from sleuth_common.health import RetryLog
 from sleuth_common.messages import (
+    AgentDiagnosticsReply,
+    AgentDiagnosticsRequest,
     AlertChannelReply,
     AlertChannelRequest,
     AuthenticateReply,
@@ -217,6 +221,31 @@ class Bus:
             return AlertChannelReply.model_validate_json(msg.data)
         except ValidationError as exc:
             raise BusError("the alerts service sent a malformed reply") from exc
+
+    async def agent_diagnostics(self, req: AgentDiagnosticsRequest, wait: float) -> AgentDiagnosticsReply:
+        """One agent's view of its MCP servers and LLM (the agents answer in a queue group). The
+        reply comes to a branch of the gateway's inbox of its own (``Subjects.agent_diagnostics_reply``):
+        an agent may write there and into no other reply of the gateway."""
+        nc = self._client()
+        reply_to = self.subjects.agent_diagnostics_reply(self._settings.inbox(), uuid.uuid4().hex)
+        try:
+            sub = await nc.subscribe(reply_to, max_msgs=1)
+            try:
+                await nc.publish(self.subjects.agent_diagnostics, req.to_bytes(), reply=reply_to)
+                msg = await sub.next_msg(timeout=wait)
+            finally:
+                with contextlib.suppress(NatsError):
+                    await sub.unsubscribe()
+        except NatsTimeoutError as exc:
+            raise BusError(f"no agent answered within {wait:g}s") from exc
+        except NatsError as exc:
+            raise BusError(f"the request failed: {exc}") from exc
+        if msg.headers and msg.headers.get("Status") == "503":  # nats-server: nobody subscribed
+            raise BusError("no agent is running")
+        try:
+            return AgentDiagnosticsReply.model_validate_json(msg.data)
+        except ValidationError as exc:
+            raise BusError("the agent sent a malformed reply") from exc
 
     def _client(self) -> NatsClient:
         if self._nc is None or not self._nc.is_connected:

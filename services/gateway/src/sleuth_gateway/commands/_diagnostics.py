@@ -1,13 +1,18 @@
-"""``diagnostics`` (cluster admins): the health of Sleuth's parts as the gateway sees them.
+"""``diagnostics`` (cluster admins): the health of Sleuth's parts as the gateway and an agent see them.
 
-- MCP servers per configured cluster: the gateway cannot list a kube-mcp's tools (that needs an
-  identity assertion only the agent can sign), so it probes ``/healthz`` and ``/readyz`` beside
-  the ``/mcp`` URL for reachability and latency, and says the tool count is the agent's.
+- Agent: the gateway asks ``<prefix>.agent.diagnostics`` (one agent of the queue group answers,
+  within ``AGENT_TIMEOUT``); the agent lists every MCP server's tools with an identity only it
+  can sign and reports its LLM. Which agent answered, its version, or why none did.
+- MCP servers per configured cluster (and the global ones): the agent's tool count and latency
+  (or its short reason), beside the gateway's own probes of ``/healthz`` and ``/readyz`` next to
+  the ``/mcp`` URL. Without an agent's answer the probes alone, saying the tool counts are
+  unknown.
 - NATS: the connection, and per stream (JOBS, CHAT, ALERTS) messages and each consumer's
   pending, unacknowledged and redelivered counts, read from the JetStream API.
 - Redis: PING latency and used memory.
-- LLM: configured in the agent; the gateway shows what its own environment names, and points to
-  the agent's ``/metrics`` for requests and circuit changes.
+- LLM: as the agent runs it: provider, model and endpoint (and the backup's), the failover
+  circuit and the requests since the agent started, by outcome. Without an agent's answer,
+  what the gateway's own environment names.
 - Build: the sleuth-gateway package version and the git commit.
 
 Nothing secret is shown: URLs lose their user, password and query, error texts are short
@@ -37,13 +42,17 @@ from redis.exceptions import NoPermissionError, RedisError
 from sleuth_common.config import McpServerSettings
 from sleuth_common.health import describe
 from sleuth_common.llm import resolve_llm_settings
+from sleuth_common.messages import AgentDiagnosticsReply, AgentDiagnosticsRequest, LlmReport, McpServerReport
 from sleuth_gateway.bus import BusError
 from sleuth_gateway.commands._access import Access
 from sleuth_gateway.runtime import Gateway
 
-__all__ = ["diagnostics", "git_commit", "shown_url"]
+__all__ = ["AGENT_TIMEOUT", "diagnostics", "git_commit", "shown_url"]
 
+AGENT_TIMEOUT = 3.0
+"""Seconds the gateway waits for an agent's view (the agent bounds each server at 2 s)."""
 _PROBE_TIMEOUT = 2.0
+_GLOBAL = "all clusters (global servers)"
 _BUS_TIMEOUT = 1.0
 _COMMIT = re.compile(r"[0-9A-Za-z._-]{1,40}")
 
@@ -124,34 +133,58 @@ async def _get(http: httpx.AsyncClient, url: str, wait: float) -> str:
     return f"{resp.status_code}{verdict} in {_ms(time.monotonic() - t0)}"
 
 
-async def _server(http: httpx.AsyncClient, server: McpServerSettings) -> str:
+async def _probes(http: httpx.AsyncClient, server: McpServerSettings) -> str:
     base = _health_base(server.url)
     timeout = min(server.timeout, _PROBE_TIMEOUT)
     healthz, readyz = await asyncio.gather(
         _get(http, f"{base}/healthz", timeout), _get(http, f"{base}/readyz", timeout)
     )
-    return f"`{server.name}` ({shown_url(server.url)}): /healthz {healthz}; /readyz {readyz}"
+    return f"/healthz {healthz}; /readyz {readyz}"
 
 
-async def _mcp_section(gw: Gateway) -> list[str]:
-    groups = [(c.name, c.mcp_servers) for c in gw.settings.clusters]
+def _listed(report: McpServerReport | None) -> str:
+    """What the agent found listing the server's tools."""
+    if report is None:
+        return "not configured in the agent"
+    took = _ms(report.latency_ms / 1000)
+    if report.reachable:
+        return f"{_count(report.tools or 0, 'tool')} (the agent listed them in {took})"
+    return f"the agent cannot list its tools: {report.error or 'unavailable'} (after {took})"
+
+
+Probed = list[tuple[str, list[McpServerSettings], list[str]]]
+"""Per cluster ("" = the global servers): its servers and the gateway's probes of each."""
+
+
+async def _probe_all(gw: Gateway) -> Probed:
+    groups = [(c.name, list(c.mcp_servers)) for c in gw.settings.clusters]
     if gw.settings.global_mcp_servers:
-        groups.append(("all clusters (global servers)", gw.settings.global_mcp_servers))
-    lines = ["**MCP servers**"]
-    if not groups:
-        return [*lines, "- no cluster is configured"]
+        groups.append(("", list(gw.settings.global_mcp_servers)))
     # Proxy settings from the environment apply, as they do to the agent's MCP client.
     async with httpx.AsyncClient(follow_redirects=False) as http:
-        probes = [[_server(http, s) for s in servers] for _, servers in groups]
+        probes = [[_probes(http, s) for s in servers] for _, servers in groups]
         answers = await asyncio.gather(*(asyncio.gather(*p) for p in probes))
-    for (cluster, servers), found in zip(groups, answers, strict=True):
+    return [(cluster, servers, list(found)) for (cluster, servers), found in zip(groups, answers, strict=True)]
+
+
+def _mcp_section(probed: Probed, agent: AgentDiagnosticsReply | None, why: str) -> list[str]:
+    lines = ["**MCP servers**"]
+    if not probed and (agent is None or not agent.mcp):
+        return [*lines, "- no cluster is configured"]
+    reports = {(r.cluster, r.server): r for r in (agent.mcp if agent is not None else ())}
+    for cluster, servers, found in probed:
+        where = cluster or _GLOBAL
         if not servers:
-            lines.append(f"- **{cluster}**: no MCP server configured")
-        for line in found:
-            lines.append(f"- **{cluster}** {line}")
-    lines.append(
-        "- Tool counts are the agent's: listing a server's tools needs an identity only the agent can sign."
-    )
+            lines.append(f"- **{where}**: no MCP server configured")
+        for server, probes in zip(servers, found, strict=True):
+            seen = f"{_listed(reports.pop((cluster, server.name), None))}; " if agent is not None else ""
+            lines.append(f"- **{where}** `{server.name}` ({shown_url(server.url)}): {seen}{probes}")
+    for r in reports.values():  # servers only the agent's configuration names
+        lines.append(f"- **{r.cluster or _GLOBAL}** `{r.server}` ({shown_url(r.url)}, in the agent's "
+                     f"configuration only): {_listed(r)}")
+    if agent is None:
+        lines.append(f"- Tool counts unknown: {why}. Listing a server's tools needs an identity only the "
+                     "agent can sign.")
     return lines
 
 
@@ -225,8 +258,7 @@ async def _redis_section(gw: Gateway) -> list[str]:
 # ------------------------------------------------------------------------------- LLM
 
 
-def _llm_section() -> list[str]:
-    where = "the agent's `/metrics` (`sleuth_llm_requests_total`, `sleuth_llm_failover_changes_total`)"
+def _gateway_llm_section(why: str) -> list[str]:
     try:
         llm = resolve_llm_settings(None)
     except ValueError:
@@ -235,7 +267,57 @@ def _llm_section() -> list[str]:
         seen = "this gateway's environment names none (the agent's `agent.llm` setting decides)"
     else:
         seen = f"this gateway's environment names {llm.provider} `{llm.resolved_model()}`"
-    return [f"**LLM**: used by the agent; {seen}. Requests and circuit state: {where}."]
+    return [f"**LLM**: used by the agent, whose state is unknown ({why}); {seen}."]
+
+
+_CIRCUIT = {
+    "closed": "circuit closed: the primary answers",
+    "open": "circuit OPEN: requests go to the backup until the primary is probed again",
+    "half_open": "circuit half-open: one request is probing the primary",
+}
+
+
+def _requests(counts: dict[str, int]) -> str:
+    if not counts:
+        return "none"
+    return ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _llm_section(llm: LlmReport) -> list[str]:
+    if llm.primary is None:
+        return ["**LLM** (the agent's): none configured; the deterministic investigator answers alone."]
+    p = llm.primary
+    lines = [f"**LLM** (the agent's): {p.provider} `{p.model}` at {shown_url(p.endpoint)}"]
+    if llm.backup is None:
+        lines.append("- no backup endpoint, so no circuit breaker: a failed request is retried, then "
+                     "the deterministic answer stands")
+    else:
+        b = llm.backup
+        lines.append(f"- backup: {b.provider} `{b.model}` at {shown_url(b.endpoint)}")
+        state = _CIRCUIT.get(llm.circuit, f"circuit {llm.circuit}")
+        lines.append(
+            f"- {state}; {_count(llm.consecutive_failures, 'consecutive failure')} of the primary "
+            f"({llm.failure_threshold} open the circuit for {llm.cooldown_seconds:g}s); last request "
+            f"answered by the {llm.last_used or 'primary'}"
+        )
+    lines.append(f"- requests since the agent started: {_requests(llm.requests)}")
+    return lines
+
+
+async def _ask_agent(gw: Gateway, user: str) -> tuple[AgentDiagnosticsReply | None, str, float]:
+    """(the agent's view or None, why there is none, seconds it took)."""
+    t0 = time.monotonic()
+    try:
+        reply = await gw.bus.agent_diagnostics(AgentDiagnosticsRequest(user=user), AGENT_TIMEOUT)
+    except BusError as exc:
+        return None, str(exc), time.monotonic() - t0
+    return reply, "", time.monotonic() - t0
+
+
+def _agent_line(agent: AgentDiagnosticsReply | None, why: str, seconds: float) -> str:
+    if agent is None:
+        return f"**Agent**: {why}; tool counts and the LLM's state are unknown"
+    return f"**Agent**: `{agent.agent}` (sleuth-agent {agent.version}) answered in {_ms(seconds)}"
 
 
 # ------------------------------------------------------------------------------- together
@@ -271,25 +353,28 @@ def _masked(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-async def diagnostics(gw: Gateway, access: Access) -> str:
-    """The ``diagnostics`` answer (Markdown); the caller has been checked to be a cluster admin.
-    Every part is bounded by a short timeout and reports its own failure."""
-    commit, mcp, nats_lines, redis_lines = await asyncio.gather(
-        git_commit(), _mcp_section(gw), _nats_section(gw), _redis_section(gw)
+async def diagnostics(gw: Gateway, access: Access, user: str = "") -> str:
+    """The ``diagnostics`` answer (Markdown); the caller (``user``, named to the agent for its
+    log) has been checked to be a cluster admin. Every part is bounded by a short timeout and
+    reports its own failure; the agent is asked while the gateway reads the rest."""
+    (agent, why, took), probed, commit, nats_lines, redis_lines = await asyncio.gather(
+        _ask_agent(gw, user), _probe_all(gw), git_commit(), _nats_section(gw), _redis_section(gw)
     )
     lines = [
         "**Diagnostics**",
         "",
         f"**Build**: sleuth-gateway {_package_version()}, commit `{commit}`",
         "",
+        _agent_line(agent, why, took),
+        "",
         f"**authz-cache**: answered your scope in {_ms(access.seconds)}",
         "",
-        *mcp,
+        *_mcp_section(probed, agent, why),
         "",
         *nats_lines,
         "",
         *redis_lines,
         "",
-        *_llm_section(),
+        *(_llm_section(agent.llm) if agent is not None else _gateway_llm_section(why)),
     ]
     return _masked("\n".join(lines), _secrets(gw))

@@ -56,7 +56,7 @@ def _pieces(text: str, limit: int) -> list[str]:
             current = ""
         while len(para) > limit:
             cut = para.rfind("\n", 0, limit)
-            cut = cut + 1 if cut > limit // 2 else limit
+            cut = cut + 1 if cut > limit // 2 else max(limit, 1)
             chunks.append(para[:cut])
             para = para[cut:]
         current = para
@@ -79,7 +79,9 @@ def split_post(text: str, limit: int) -> list[str]:
     """``text`` as one post, or numbered posts (``*(1/3)*``) of at most ``limit`` characters."""
     if len(text) <= limit:
         return [text]
-    # Room for the number, and for a code fence closed and reopened at a cut.
-    pieces = _pieces(text, limit - _NUMBER_ROOM - 2 * (len(_FENCE) + 24))
+    # Room for the number, and for a code fence closed and reopened at a cut (at most half of
+    # a very small limit).
+    room = min(_NUMBER_ROOM + 2 * (len(_FENCE) + 24), limit // 2)
+    pieces = _pieces(text, max(limit - room, 1))
     n = len(pieces)
     return [f"*({i}/{n})*\n\n{p}" for i, p in enumerate(pieces, 1)]
