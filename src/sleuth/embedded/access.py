@@ -14,6 +14,9 @@ NATS rules of thumb, checked by tests/test_bus_auth.py against a real server:
   ``allow_responses``: nats-server lets a responder with ``allow_responses`` publish to whatever
   reply subject a request carried, so a requester could steer the answer onto any subject
   (``sleuth.chat.outbound``, say). With inbox allow lists a reply can only land in an inbox.
+  A responder that is itself a service with replies of its own to read (the agent answering
+  the gateway's ``diagnostics``) gets a branch of the asker's inbox kept for that request
+  (``_INBOX.gateway.diagnostics.*``), never the whole inbox.
 - JetStream: each service gets the ``$JS.API`` subjects of its own streams (info, create) and
   its own durable consumers (info, create, next) and the ``$JS.ACK`` subjects of those
   consumers, never ``$JS.API.>``: it cannot read, purge or delete a stream it does not own, nor
@@ -107,7 +110,7 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
         "gateway": NatsPermissions(
             publish=(
                 s.authz_authenticate, s.authz_invalidate, s.authz_scope, s.jobs_investigate,
-                s.alerts_channels_all, schedules_all, reports_all, audit,
+                s.alerts_channels_all, schedules_all, reports_all, audit, s.agent_diagnostics,
                 *_stream(jobs), *_stream(chat), *_consumer(chat, GATEWAY_CHAT_DURABLE),
                 # `diagnostics`: read-only state (message and consumer counts, consumers' pending
                 # counts) of the streams it does not make; no messages, no changes.
@@ -116,7 +119,7 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
             subscribe=(progress_all, s.jobs_done_all, inbox("gateway")),
             note="asks authz-cache who a token is and what they may read, submits jobs, watches "
                  "their progress and results, consumes CHAT, sends alerts/schedules/reports "
-                 "commands, reads stream state (diagnostics)",
+                 "commands, reads stream state and asks an agent for its view (diagnostics)",
         ),
         "authz-cache": NatsPermissions(
             publish=(audit, *_replies_to("gateway", "agent", "alerts", "scheduler", "reporter")),
@@ -130,10 +133,13 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
             publish=(
                 s.authz_scope, s.authz_resolve, s.authz_inventory, progress_all, s.jobs_done_all,
                 s.alerts_results_all, audit, *_stream(jobs), *_consumer(jobs, s.agent_durable),
+                # answers to `diagnostics` only, not into the gateway's other replies
+                s.agent_diagnostics_reply("_INBOX.gateway"),
             ),
-            subscribe=(inbox("agent"),),
+            # `diagnostics`, in its queue group only (one agent answers, none overhears).
+            subscribe=(f"{s.agent_diagnostics} {s.agent_queue}", inbox("agent")),
             note="the only consumer of JOBS; publishes progress and results (a job's reply "
-                 "subject can only be one of these)",
+                 "subject can only be one of these); answers the gateway's `diagnostics`",
         ),
         "alerts": NatsPermissions(
             publish=(

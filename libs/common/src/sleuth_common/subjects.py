@@ -71,6 +71,18 @@ class Subjects:
     def alerts_channels_all(self) -> str:
         return f"{self.prefix}.alerts.channels.*"
 
+    @property
+    def agent_diagnostics(self) -> str:
+        """Request/reply: the agent's view of its MCP servers and LLM (``diagnostics``)."""
+        return f"{self.prefix}.agent.diagnostics"
+
+    @staticmethod
+    def agent_diagnostics_reply(inbox: str, request_id: str = "*") -> str:
+        """Where an agent answers ``agent_diagnostics``: a branch of the asker's own ``inbox``
+        (``_INBOX.gateway``) that nats-py's own inboxes never use, so an agent may be allowed to
+        answer there without being able to write into any other reply of the asker."""
+        return f"{inbox}.diagnostics.{request_id}"
+
     def audit(self, kind: str) -> str:
         return f"{self.prefix}.audit.{kind}"
 
@@ -93,6 +105,11 @@ class Subjects:
 
     @property
     def agent_durable(self) -> str:
+        return "agent"
+
+    @property
+    def agent_queue(self) -> str:
+        """Queue group of the agents' core subscriptions (one agent answers)."""
         return "agent"
 
     @property

@@ -1,5 +1,5 @@
 """Wiring: settings → NATS (FastStream broker's connection), Redis, job handler, JetStream
-worker, health/metrics server."""
+worker, diagnostics responder, health/metrics server."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from faststream import FastStream
 from faststream.nats import NatsBroker
 from redis.asyncio import Redis
 
+from sleuth_agent.diagnostics import DiagnosticsResponder
 from sleuth_agent.handlers import JobHandler
 from sleuth_agent.llm import LlmInvestigator, make_llm_investigator
 from sleuth_agent.metrics import HealthServer, Metrics, health_app
@@ -41,6 +42,7 @@ class Agent:
     deps: Dependencies = field(repr=False)
     worker: JobWorker | None = None
     handler: JobHandler | None = None
+    diagnostics: DiagnosticsResponder | None = None
     llm: LlmInvestigator | None = None
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -75,6 +77,10 @@ class Agent:
     async def _pull_jobs(self, verifier: IdentityVerifier | None) -> None:
         nc = await self.broker.connect()
         self.deps.nc = nc
+        if self.diagnostics is None:  # every agent listens; one of queue group "agent" answers
+            diagnostics = DiagnosticsResponder(nc, self.settings, self.metrics, self.llm)
+            await diagnostics.start()
+            self.diagnostics = diagnostics
         self.handler = JobHandler(nc, self.settings, self.metrics, self.redis, self.llm, verifier=verifier)
         worker = JobWorker(nc, Subjects(self.settings.prefix), self.settings.agent, self.handler.handle, self.metrics,
                            stream_replicas=self.settings.jetstream.replicas)
@@ -82,6 +88,8 @@ class Agent:
         self.worker = worker
 
     async def stop(self) -> None:
+        if self.diagnostics is not None:
+            await self.diagnostics.stop()
         if self.worker is not None:
             await self.worker.stop()
         if self._http is not None:

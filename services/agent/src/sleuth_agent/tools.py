@@ -19,14 +19,14 @@ from sleuth_common.mcp import AuditCallback, ClusterTools
 from sleuth_common.messages import InvestigationJob
 from sleuth_common.scope import Scope
 
-__all__ = ["ToolsFactory", "open_cluster_tools"]
+__all__ = ["ToolsFactory", "open_cluster_tools", "signer_of"]
 
 log = logging.getLogger(__name__)
 
 ToolsFactory = Callable[[ClusterSettings, Scope], AbstractAsyncContextManager[Any]]
 
 
-def _signer(settings: Settings) -> IdentitySigner | None:
+def signer_of(settings: Settings) -> IdentitySigner | None:
     """The agent's signer; a key that cannot be read leaves servers that need an identity
     unavailable (they are never called anonymously), and says why in the log."""
     try:
@@ -60,6 +60,6 @@ async def open_cluster_tools(
         max_result_chars=settings.tool_caps.result_chars,
         # The asker, signed for Sleuth's kube-mcp, which reads as them (the cluster decides).
         identity=Identity(user=job.requester.user, groups=tuple(job.requester.groups), job=job.id),
-        signer=_signer(settings),
+        signer=signer_of(settings),
     ) as tools:
         yield tools

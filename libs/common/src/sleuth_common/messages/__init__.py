@@ -21,6 +21,14 @@ from sleuth_common.messages.authz import (
 )
 from sleuth_common.messages.base import Message
 from sleuth_common.messages.chat import ChatPost, web_channel, web_target
+from sleuth_common.messages.diagnostics import (
+    DIAGNOSTICS_USER,
+    AgentDiagnosticsReply,
+    AgentDiagnosticsRequest,
+    LlmEndpointReport,
+    LlmReport,
+    McpServerReport,
+)
 from sleuth_common.messages.jobs import (
     Action,
     AlertRef,
@@ -33,10 +41,15 @@ from sleuth_common.messages.jobs import (
     Requester,
     RootCause,
 )
+from sleuth_common.messages.reports import SEVERITIES, Finding, NotChecked, ReportResult, Severity
 
 __all__ = [
     "CLUSTER_KINDS",
+    "DIAGNOSTICS_USER",
+    "SEVERITIES",
     "Action",
+    "AgentDiagnosticsReply",
+    "AgentDiagnosticsRequest",
     "AlertChannelReply",
     "AlertChannelRequest",
     "AlertRef",
@@ -48,6 +61,7 @@ __all__ = [
     "ChatPost",
     "ClusterScope",
     "Evidence",
+    "Finding",
     "HistoryTurn",
     "InvalidateRequest",
     "InventoryReply",
@@ -55,13 +69,19 @@ __all__ = [
     "InvestigationJob",
     "InvestigationResult",
     "JobProgress",
+    "LlmEndpointReport",
+    "LlmReport",
+    "McpServerReport",
     "Message",
+    "NotChecked",
+    "ReportResult",
     "Requester",
     "ResolveReply",
     "ResolveRequest",
     "RootCause",
     "ScopeReply",
     "ScopeRequest",
+    "Severity",
     "web_channel",
     "web_target",
 ]

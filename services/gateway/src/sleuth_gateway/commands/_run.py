@@ -105,7 +105,7 @@ async def _dispatch(
         access = await caller_access(gw, identity)
         if not access.cluster_admin:
             return REFUSED_DIAGNOSTICS, "refused"
-        return await diagnostics(gw, access), "ok"
+        return await diagnostics(gw, access, identity.user), "ok"
     if command.name == "alerts" and command.arg in ALERT_OPS:
         return await _alerts(gw, identity, command.arg, surface, channel, members)
     return await help_text(gw, identity, channel), "ok"
