@@ -248,6 +248,9 @@ def test_settings_from_config_and_environment() -> None:
     s = resolve_llm_settings(configured, env)
     assert s is not None and s.provider == "openai" and s.model == "qwen"
     assert "sk-distinct-xyz" not in repr(s) + s.describe(), "the key lives in the environment only"
+    # Credentials some gateways take in the URL never reach a log line either.
+    leaky = LlmSettings(provider="openai", base_url="https://bob:pw-123@llm.example/v1?api-key=q-456", model="m")
+    assert leaky.describe() == "openai m at https://llm.example/v1"
     s = resolve_llm_settings(
         None, {"SLEUTH_LLM_PROVIDER": "Ollama", "SLEUTH_LLM_BASE_URL": "http://127.0.0.1:11434/v1"}
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
@@ -70,8 +71,11 @@ class LlmSettings(BaseModel):
         return SecretStr(value) if value else None
 
     def describe(self) -> str:
-        """Provider, model and host for logs and answers (never the key)."""
-        return f"{self.provider} {self.resolved_model()} at {self.resolved_base_url()}"
+        """Provider, model and host for logs and answers (never the key, nor a user, password or
+        query the base URL may carry)."""
+        split = urlsplit(self.resolved_base_url())
+        shown = urlunsplit((split.scheme, split.netloc.rpartition("@")[2], split.path, "", ""))
+        return f"{self.provider} {self.resolved_model()} at {shown}"
 
 
 def resolve_llm_settings(
