@@ -43,8 +43,8 @@ class World:
     alice: User
     bob: User
     mallory: User
-    ops: Channel  # the bot and alice
-    shared: Channel  # the bot, alice and bob
+    ops: Channel  # private: the bot and alice
+    shared: Channel  # private: the bot, alice and bob
     pub: Path
 
 
@@ -55,8 +55,10 @@ def world(tmp_path: Path) -> Iterator[World]:
         alice = mm.add_user("alice", email="alice@example.com")
         bob = mm.add_user("bob", email="Bob@Example.com")
         mallory = mm.add_user("mallory", email="mallory@example.com")
-        ops = mm.add_channel("ops", members=[alice, bot])
-        shared = mm.add_channel("shared", members=[alice, bob, bot])
+        # Private channels: their members are their readers (an open channel is read by the
+        # whole team, mallory included: see test_an_open_channel_is_read_by_the_whole_team).
+        ops = mm.add_channel("ops", type="P", members=[alice, bot])
+        shared = mm.add_channel("shared", type="P", members=[alice, bob, bot])
         key, pub = generate_keypair()
         (tmp_path / "chat.key").write_bytes(key)
         (tmp_path / "chat.pub").write_bytes(pub)
@@ -231,6 +233,38 @@ async def test_a_group_message_is_answered_when_the_bot_is_named(start_bot: Any,
         await bot.answered(question)
         [job] = bot.agent.jobs  # the first post was between people
         assert job.audience == (Requester(user="bob", groups=("team-b",)),)
+
+
+async def test_an_open_channel_is_read_by_the_whole_team(start_bot: Any, world: World) -> None:
+    """Anyone in the team may read an open channel without joining it: its readers are the team."""
+    async with start_bot() as bot:
+        town = world.mm.add_channel("town-square", members=[world.alice, world.bot])
+        asked = world.mm.post_as(world.alice, town, "@sleuth what is failing in team-a?")
+        [refusal] = await bot.answered(asked)
+        assert "public channel" in refusal["message"] and "@mallory" in refusal["message"]
+        assert bot.agent.jobs == []
+        # With mallory gone from the team's readers (deactivated), it is answered for the team.
+        world.mm.deactivate(world.mallory)
+        again = world.mm.post_as(world.alice, town, "@sleuth what is failing in team-a?")
+        await bot.answered(again)
+        [job] = bot.agent.jobs
+        assert job.audience == (Requester(user="bob", groups=("team-b",)),)
+
+
+async def test_a_reader_who_joins_while_it_runs_withholds_the_answer(start_bot: Any, world: World) -> None:
+    async def join_then_answer(nc: NatsClient, subjects: Subjects, job: InvestigationJob) -> None:
+        world.mm.add_member(world.ops, world.bob)
+        await answer_with_progress(nc, subjects, job)
+
+    async with start_bot(behaviour=join_then_answer) as bot:
+        asked = world.mm.post_as(world.alice, world.ops, "@sleuth what is failing in team-a?")
+        [post] = await bot.answered(asked)
+        assert "withheld" in post["message"] and "@bob" in post["message"]
+        assert "team-a" not in post["message"].replace("team-a?", "")
+        # Nothing of the withheld answer is remembered for the thread either.
+        follow = world.mm.post_as(world.bob, world.ops, "@sleuth and now?", root_id=asked["id"])
+        await bot.answered(follow)
+        assert bot.agent.jobs[1].history == ()
 
 
 async def test_unmapped_people_get_no_identity(start_bot: Any, world: World) -> None:

@@ -64,6 +64,7 @@ class Rest(Events):
             Route(f"{API}/users/{{user_id}}/typing", h(self._typing), methods=["POST"]),
             Route(f"{API}/users/{{user_id}}", h(self._get_user)),
             Route(f"{API}/channels/{{channel_id}}/members", h(self._channel_members)),
+            Route(f"{API}/teams/{{team_id}}/members", h(self._team_members)),
             Route(f"{API}/channels/{{channel_id}}/posts", h(self._channel_posts)),
             Route(f"{API}/channels/{{channel_id}}", h(self._get_channel)),
             Route(f"{API}/posts", h(self._new_post), methods=["POST"]),
@@ -162,6 +163,20 @@ class Rest(Events):
             raise MattermostError(403, "api.context.permissions.app_error")
         self._user_typing(user.id, channel_id, parent_id if isinstance(parent_id, str) else "", "rest")
         return 200, {"status": "OK"}
+
+    def _team_members(self, req: Req) -> tuple[int, Any]:
+        """getTeamMembers: model.TeamMember per member of the one team (every user the fake
+        made, bots too, deactivated ones with their delete_at), a page in creation order; 403
+        for another team id."""
+        if self._param_id(req, "team_id") != self.team["id"]:
+            raise MattermostError(403, "api.context.permissions.app_error")
+        page, per_page = paging(req)
+        users = list(self._users.values())[page * per_page : (page + 1) * per_page]
+        return 200, [
+            {"team_id": self.team["id"], "user_id": u.id, "roles": "team_user", "delete_at": u.delete_at,
+             "scheme_guest": False, "scheme_user": True, "scheme_admin": False, "explicit_roles": ""}
+            for u in users
+        ]
 
     # -- channels ---------------------------------------------------------------------------
     def _get_channel(self, req: Req) -> tuple[int, Any]:

@@ -80,7 +80,9 @@ class Asking:
     identity: Identity
     request_id: str
     t0: float
-    memory: Memory
+    memory: Memory | None
+    """Where the question and its answer are remembered; ``None``: the caller remembers them
+    (after it showed the answer)."""
 
 
 def check_question(text: str, limit: int, name: str = "query") -> None:
@@ -130,6 +132,7 @@ async def submit(
     audience: tuple[Requester, ...] = (),
     memory: Memory | None = None,
     history_turns: int | None = None,
+    remember: bool = True,
 ) -> Asking:
     """Publish the job for ``question`` and return what waits for its answer; 503 when the bus
     cannot take it.
@@ -137,7 +140,8 @@ async def submit(
     ``token``: the person's bearer token (authz-cache signs who they are), or ``None`` for a
     chat user the gateway mapped itself (it signs as ``sleuth-chat``). ``audience``: everyone
     else who reads the answer (a chat channel's members). ``memory``: where the conversation is
-    kept (default: the person's own); ``history`` ``None``: its last ``history_turns`` turns."""
+    kept (default: the person's own); ``history`` ``None``: its last ``history_turns`` turns;
+    ``remember=False``: nothing is stored (the caller stores what it showed)."""
     cfg = gw.settings.gateway
     t0 = time.monotonic()
     memory = memory or Memory(gw.conversations, identity.user)
@@ -183,6 +187,8 @@ async def submit(
             "chars": len(question),
         },
     )
+    if not remember:
+        return Asking(job, watch, identity, request_id, t0, None)
     await memory.store.append(memory.key, question_message(question, request_id))
     return Asking(job, watch, identity, request_id, t0, memory)
 
@@ -236,10 +242,11 @@ async def finish(gw: Gateway, asking: Asking, result: InvestigationResult) -> di
             "status": result.status,
         },
     )
-    await asking.memory.store.append(
-        asking.memory.key,
-        answer_message(result.answer_markdown, asking.request_id, result=result, job_id=job.id),
-    )
+    if asking.memory is not None:
+        await asking.memory.store.append(
+            asking.memory.key,
+            answer_message(result.answer_markdown, asking.request_id, result=result, job_id=job.id),
+        )
     return {
         "answer": result.answer_markdown,
         "answer_html": render_markdown(result.answer_markdown),
@@ -257,6 +264,7 @@ async def finish_timeout(gw: Gateway, asking: Asking) -> None:
         "investigation timed out",
         extra={"request_id": asking.request_id, "user": identity.user, "job_id": job.id},
     )
-    await asking.memory.store.append(
-        asking.memory.key, answer_message(f"Sorry: {TIMEOUT_MESSAGE}.", asking.request_id, job_id=job.id)
-    )
+    if asking.memory is not None:
+        await asking.memory.store.append(
+            asking.memory.key, answer_message(f"Sorry: {TIMEOUT_MESSAGE}.", asking.request_id, job_id=job.id)
+        )

@@ -49,13 +49,15 @@ class Metrics:
             "sleuth_gateway_mattermost_ignored",
             "Mattermost posts the bot did not answer, by reason: own (its own posts), system, "
             "not_mentioned (a channel post without @bot), already_answered (by this or another replica), "
-            "limited (an account posting faster than the question rate limit).",
+            "limited (an account posting faster than the question rate limit), webhook (posts made "
+            "through a webhook carry its creator's id: nobody's question).",
             ["reason"],
             registry=self.registry,
         )
         self.mattermost_posts = Counter(
             "sleuth_gateway_mattermost_posts",
-            "Mattermost posts answered, by outcome: answered, command, timeout, limited, too_long, "
+            "Mattermost posts answered, by outcome: answered, withheld (a reader joined while it ran), "
+            "command, timeout, limited, too_long, "
             "unmapped (no Kubernetes identity), readers (a channel the bot cannot answer in), "
             "refused, unavailable, error.",
             ["outcome"],

@@ -74,10 +74,14 @@ UNAVAILABLE = "Sorry, I cannot answer right now ({why}). Please try again in a m
 CRASHED = "Sorry, something went wrong while answering this (reference `{ref}`). Please try again."
 
 
+_CHANNEL_TTL = 60.0  # seconds a channel's type and team are remembered (a channel can be converted)
+
+
 @dataclass(frozen=True)
 class _Channel:
     id: str
     type: str  # O open, P private, D direct, G group
+    team_id: str = ""
 
     @property
     def direct(self) -> bool:
@@ -95,7 +99,7 @@ class MattermostAdapter:
         """What ``/readyz`` shows: ``listening``, ``standby`` (another replica listens),
         ``degraded: <why>``, ``starting`` or ``stopped``."""
         self._bot: dict[str, Any] = {}
-        self._channels: dict[str, _Channel] = {}
+        self._channels: dict[str, tuple[float, _Channel]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._working: dict[str, str] = {}  # post id → the "working…" post answering it
         self._run_task: asyncio.Task[None] | None = None
@@ -215,10 +219,12 @@ class MattermostAdapter:
                     log.warning("dropped a malformed Mattermost event")
                     continue
                 if isinstance(post, dict):
-                    channel = _Channel(str(post.get("channel_id", "")), str(data.get("channel_type", "")))
-                    if channel.type:
-                        self._channels[channel.id] = channel
                     self._spawn(self._on_post(post, mention_ids, live=True), "mattermost-post")
+            elif kind == "user_updated":
+                # An email changed, an account was (re)activated: map it again on its next post.
+                user = (event.get("data") or {}).get("user")
+                if isinstance(user, dict) and user.get("id") and self._people is not None:
+                    self._spawn(self._people.forget(str(user["id"])), "mattermost-forget")
 
     def _spawn(self, coro: Awaitable[None], name: str) -> None:
         task = asyncio.ensure_future(coro)
@@ -269,11 +275,14 @@ class MattermostAdapter:
         self.gw.metrics.mattermost_ignored.labels(reason=reason).inc()
 
     async def _channel(self, channel_id: str) -> _Channel:
+        now = time.monotonic()
         known = self._channels.get(channel_id)
-        if known is None:
-            doc = await self.api.channel(channel_id)
-            known = self._channels[channel_id] = _Channel(channel_id, str(doc.get("type", "O")))
-        return known
+        if known is not None and known[0] > now:
+            return known[1]
+        doc = await self.api.channel(channel_id)
+        channel = _Channel(channel_id, str(doc.get("type", "O")), str(doc.get("team_id", "")))
+        self._channels[channel_id] = (now + _CHANNEL_TTL, channel)
+        return channel
 
     async def _on_post(self, post: dict[str, Any], mention_ids: list[str] | None, *, live: bool) -> None:
         """Decide whether ``post`` is for the bot and answer it; never raises (a crash is
@@ -286,6 +295,11 @@ class MattermostAdapter:
                 return self._ignored("own")
             if post.get("type"):
                 return self._ignored("system")
+            props = post.get("props")
+            if isinstance(props, dict) and props.get("from_webhook"):
+                # Stored under the webhook creator's id: whoever holds the hook's URL would ask
+                # as that person. Nobody's question.
+                return self._ignored("webhook")
             channel = await self._channel(str(post.get("channel_id", "")))
             if not channel.direct and not self._addressed(post, mention_ids, channel):
                 return self._ignored("not_mentioned")
@@ -319,9 +333,9 @@ class MattermostAdapter:
         if mention_ids is not None and self.bot_id in mention_ids:
             return True
         props = post.get("props") or {}
-        automated = bool(props.get("from_bot") or props.get("from_webhook")) if isinstance(props, dict) else False
-        # The server lists mentions for people's posts; a post by another bot or an
-        # integration (or one read back while catching up) carries none: read its text.
+        automated = bool(props.get("from_bot")) if isinstance(props, dict) else False
+        # The server lists mentions for people's posts; a post by another bot (or one read
+        # back while catching up) carries none: read its text.
         if mention_ids is None or automated:
             return mentions(str(post.get("message", "")), self.bot_name)
         return False
@@ -404,35 +418,70 @@ class MattermostAdapter:
             self.gw.metrics.mattermost_posts.labels(outcome="error").inc()
             await self._say(channel, post, f"Sorry: {exc.message}.")
 
-    async def _readers(self, channel: _Channel, asker: Person) -> tuple[tuple[Requester, ...], str]:
-        """Everyone else who reads ``channel``, as Kubernetes identities; or why the bot cannot
-        answer there (too many members, or members it cannot map)."""
+    async def _reader_people(self, channel: _Channel) -> tuple[list[Person], bool]:
+        """Everyone who can read ``channel`` but the bot, and whether there are more than
+        ``max_channel_members``. An open channel is read by its whole team (any team member
+        may open it without joining), a private or group one by its members."""
         assert self._people is not None
         limit = self.cfg.max_channel_members
+        if channel.type == "O" and channel.team_id:
+            ids = await self.api.team_member_ids(channel.team_id, limit + 1)
+        else:
+            ids = await self.api.channel_member_ids(channel.id, limit + 1)
+        ids = [i for i in ids if i != self.bot_id]
+        if len(ids) > limit:
+            return [], True
+        return list(await asyncio.gather(*(self._people.get(i) for i in ids))), False
+
+    def _unknown(self, people: list[Person]) -> list[Person]:
+        """Readers the bot cannot fit an answer to: active, unmapped, and not a bot account
+        listed in ``ignored_members``."""
+        ignored = set(self.cfg.ignored_members)
+        return [p for p in people if p.active and not p.mapped and not (p.is_bot and p.username in ignored)]
+
+    def _too_many(self, channel: _Channel) -> str:
+        who = "everyone in the team can read this public channel" if channel.type == "O" else (
+            "this channel has")
+        return (
+            f"An answer here must fit what every reader may see, and {who} more than "
+            f"{self.cfg.max_channel_members} people, so I answer this in a direct message only (or ask in "
+            "a smaller private channel)."
+        )
+
+    async def _readers(self, channel: _Channel, asker: Person) -> tuple[tuple[Requester, ...], str]:
+        """Everyone else who reads ``channel``, as Kubernetes identities; or why the bot cannot
+        answer there (too many readers, or readers it cannot map)."""
         try:
-            ids = await self.api.channel_member_ids(channel.id, limit)
-            if len(ids) > limit:
-                return (), (
-                    f"This channel has more than {limit} members; an answer here must fit what every "
-                    "one of them may read, so I answer this in a direct message only. Ask me there."
-                )
-            others = [i for i in ids if i not in (self.bot_id, asker.mm_id)]
-            people = await asyncio.gather(*(self._people.get(i) for i in others))
+            people, too_many = await self._reader_people(channel)
         except (MattermostError, PeopleUnavailable) as exc:
             return (), UNAVAILABLE.format(why=f"I could not tell who reads this channel: {exc}")
-        ignored = set(self.cfg.ignored_members)
-        unknown = sorted(
-            f"@{p.username}" if p.username else "a member" for p in people
-            if p.active and not p.mapped and p.username not in ignored
-        )
+        if too_many:
+            return (), self._too_many(channel)
+        people = [p for p in people if p.mm_id != asker.mm_id]
+        unknown = sorted(f"@{p.username}" if p.username else "a member" for p in self._unknown(people))
         if unknown:
+            where = "everyone in the team (this is a public channel)" if channel.type == "O" else (
+                "everyone in this channel")
             return (), (
-                "An answer here must fit what everyone in this channel may read, and I don't know "
+                f"An answer here must fit what {where} may read, and I don't know "
                 f"who {', '.join(unknown[:10])}{' and others' if len(unknown) > 10 else ''} "
-                "are in Kubernetes. Ask me in a direct message instead."
+                "are in Kubernetes. Ask me in a direct message or a private channel instead."
             )
         readers = {Requester(user=p.user, groups=p.groups) for p in people if p.mapped}
         return tuple(sorted(readers, key=lambda r: (r.user, r.groups))), ""
+
+    async def _strangers(self, channel: _Channel, allowed: set[str]) -> list[str] | None:
+        """Readers of ``channel`` now whose identity is not among ``allowed`` (audience claims):
+        @names, ``[]`` when everyone is, ``None`` when there are too many to tell."""
+        people, too_many = await self._reader_people(channel)
+        if too_many:
+            return None
+        ignored = set(self.cfg.ignored_members)
+        return sorted(
+            f"@{p.username}" for p in people
+            if p.active and not (p.is_bot and p.username in ignored) and (
+                not p.mapped or audience_claims((Requester(user=p.user, groups=p.groups),))[0] not in allowed)
+        )
 
     async def _audit_unmapped(self, post: dict[str, Any], person: Person) -> None:
         body = {
@@ -490,11 +539,11 @@ class MattermostAdapter:
             working = await self.api.create_post(channel.id, WORKING, root_id=self._thread(post))
             self._working[post_id] = str(working["id"])
             typing = asyncio.create_task(self._typing(channel, post), name="mattermost-typing")
+            key = self._memory_key(channel, post)
             asked = await asking.submit(
                 gw, identity, None, text,
                 request_id=uuid.uuid4().hex, origin="chat", audience=members,
-                memory=asking.Memory(self._memory, self._memory_key(channel, post)),
-                history_turns=self.cfg.memory_turns,
+                history=await self._memory.history(key, self.cfg.memory_turns), remember=False,
             )
             progress = _ProgressPost(self.api, str(working["id"]), self.cfg.progress_interval)
             try:
@@ -505,10 +554,26 @@ class MattermostAdapter:
                 return
             finally:
                 await progress.close()
-            parts = split_post(for_mattermost(str(payload["answer"])), self.cfg.max_post_chars)
+            answer = str(payload["answer"])
+            if not channel.direct:
+                # Who reads the channel may have changed while the investigation ran.
+                asker = Requester(user=identity.user, groups=identity.groups)
+                strangers = await self._strangers(channel, set(audience_claims((asker, *members))))
+                if strangers is None or strangers:
+                    names = ", ".join(strangers[:10]) if strangers else "more people than I can check"
+                    await self.api.patch_post(str(working["id"]), (
+                        f"The answer is withheld: it fits who read this channel when you asked, and {names} "
+                        "can read it now but were not among them. Ask again to get an answer that fits "
+                        "everyone here."))
+                    gw.metrics.mattermost_posts.labels(outcome="withheld").inc()
+                    return
+            parts = split_post(for_mattermost(answer), self.cfg.max_post_chars)
             await self.api.patch_post(str(working["id"]), parts[0])
             for part in parts[1:]:
                 await self.api.create_post(channel.id, part, root_id=self._thread(post))
+            rid = asked.request_id
+            await self._memory.append(key, question_message(text, rid))
+            await self._memory.append(key, answer_message(answer, rid, job_id=asked.job.id))
             gw.metrics.mattermost_posts.labels(outcome="answered").inc()
         except asyncio.CancelledError:
             working_id = self._working.get(post_id)
@@ -570,22 +635,16 @@ class MattermostAdapter:
             readers = json.loads(raw)
         except ValueError:
             readers = []  # unreadable: fits nobody known, so everyone is a stranger
-        assert self._people is not None
         if not self._bot:
             self._bot = await self.api.me()
-        ids = await self.api.channel_member_ids(channel_id, self.cfg.max_channel_members)
-        people = await asyncio.gather(*(self._people.get(i) for i in ids if i != self.bot_id))
-        ignored = set(self.cfg.ignored_members)
-        current = [p for p in people if p.active and p.username not in ignored]
         allowed = {str(r) for r in readers} if isinstance(readers, list) else set()
-        strangers = [p for p in current if not p.mapped or
-                     audience_claims((Requester(user=p.user, groups=p.groups),))[0] not in allowed]
-        if len(ids) > self.cfg.max_channel_members or strangers:
-            names = ", ".join(sorted(f"@{p.username}" for p in strangers)[:10]) or "more members"
+        strangers = await self._strangers(await self._channel(channel_id), allowed)
+        if strangers is None or strangers:
+            names = ", ".join(strangers[:10]) if strangers else "more people than I can check"
             return (
                 "An alert investigation finished, but its answer is withheld here: it was fitted to "
-                f"who read this channel when `alerts on` was said, and {names} joined or changed "
-                "since. Say `alerts on` again to investigate with everyone here."
+                f"who read this channel when `alerts on` was said, and {names} can read it now "
+                "but were not among them. Say `alerts on` again to investigate with everyone here."
             )
         return post.text
 

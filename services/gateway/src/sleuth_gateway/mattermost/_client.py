@@ -96,15 +96,20 @@ class MattermostApi:
 
     async def channel_member_ids(self, channel_id: str, limit: int) -> list[str]:
         """Up to ``limit`` + 1 member ids (one more than ``limit`` says "too many")."""
+        return await self._member_ids(f"/channels/{channel_id}/members", limit)
+
+    async def team_member_ids(self, team_id: str, limit: int) -> list[str]:
+        """Up to ``limit`` + 1 ids of the team's members (who may read its open channels)."""
+        return await self._member_ids(f"/teams/{team_id}/members", limit)
+
+    async def _member_ids(self, path: str, limit: int) -> list[str]:
         out: list[str] = []
         page = 0
         while len(out) <= limit:
-            batch = await self._call(
-                "GET", f"/channels/{channel_id}/members", params={"page": page, "per_page": _PER_PAGE}
-            )
+            batch = await self._call("GET", path, params={"page": page, "per_page": _PER_PAGE})
             if not isinstance(batch, list) or not batch:
                 break
-            out += [str(m.get("user_id", "")) for m in batch if isinstance(m, dict)]
+            out += [str(m.get("user_id", "")) for m in batch if isinstance(m, dict) and not m.get("delete_at")]
             if len(batch) < _PER_PAGE:
                 break
             page += 1
