@@ -267,6 +267,19 @@ async def test_a_reader_who_joins_while_it_runs_withholds_the_answer(start_bot: 
         assert bot.agent.jobs[1].history == ()
 
 
+async def test_an_email_change_is_seen_at_once(start_bot: Any, world: World) -> None:
+    """Mattermost's user_updated event drops the cached mapping: no cache-TTL window in which a
+    changed account keeps its old identity."""
+    async with start_bot(people_cache_ttl=3600) as bot:
+        dm = world.mm.dm_channel(world.alice, world.bot)
+        await bot.answered(world.mm.post_as(world.alice, dm, "what is failing?"))
+        world.mm.set_email(world.alice, "alice@elsewhere.example")
+        await asyncio.sleep(0.3)
+        [reply] = await bot.answered(world.mm.post_as(world.alice, dm, "what is failing now?"))
+        assert "don't know who you are" in reply["message"]
+        assert len(bot.agent.jobs) == 1
+
+
 async def test_unmapped_people_get_no_identity(start_bot: Any, world: World) -> None:
     async with start_bot() as bot:
         dm = world.mm.dm_channel(world.mallory, world.bot)
