@@ -387,6 +387,34 @@ async def test_commands_answer_in_mattermost(start_bot: Any, world: World) -> No
         assert bot.agent.jobs == []
 
 
+async def test_a_schedule_made_in_a_thread_answers_in_that_thread(start_bot: Any, world: World) -> None:
+    from sleuth_common.messages.schedules import ScheduleReply, ScheduleRequest
+
+    async with start_bot(gateway={"schedules": True}) as bot:
+        made: list[ScheduleRequest] = []
+
+        async def on_schedule(msg: Any) -> None:
+            made.append(ScheduleRequest.model_validate_json(msg.data))
+            await msg.respond(ScheduleReply(text="Scheduled `abcd2345ef`.").to_bytes())
+
+        await bot.nc.subscribe(bot.subjects.schedules_all, cb=on_schedule)
+        asked = world.mm.post_as(world.bob, world.shared, "@sleuth schedule every day at 09:00 what is failing?")
+        [reply] = await bot.answered(asked)
+        assert reply["message"] == "Scheduled `abcd2345ef`."
+        [req] = made
+        assert (req.op, req.target, req.thread) == ("create", f"mattermost:{world.shared.id}", asked["id"])
+        assert set(req.members) == {Requester(user="alice", groups=("team-a",)), Requester(user="bob", groups=("team-b",))}
+
+        # A run's answer comes back on the CHAT stream and lands in the schedule's thread.
+        readers = json.dumps(["alice|team-a", "bob|team-b"])
+        post = ChatPost(id="s-abcd2345ef-1", target=req.target, origin="schedule", text="⏰ run one",
+                        meta={"schedule": "abcd2345ef", "thread": req.thread, "readers": readers})
+        await bot.nc.jetstream().publish(bot.subjects.chat_outbound, post.to_bytes())
+        run = await world.mm.wait_for_async(lambda: next(
+            (p for p in world.mm.posts_in(world.shared) if p["message"] == "⏰ run one"), None))
+        assert run["root_id"] == asked["id"]
+
+
 async def test_missed_posts_are_caught_up_after_a_reconnect(start_bot: Any, world: World) -> None:
     async with start_bot() as bot:
         first = world.mm.post_as(world.alice, world.ops, "@sleuth what is failing?")

@@ -15,7 +15,7 @@ import math
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypeVar
 
 import nats
 from nats.aio.client import Client as NatsClient
@@ -42,8 +42,13 @@ from sleuth_common.messages import (
     InvestigationResult,
     JobProgress,
 )
+from sleuth_common.messages.base import Message
+from sleuth_common.messages.reports import ReportReply, ReportRequest
+from sleuth_common.messages.schedules import ScheduleReply, ScheduleRequest
 from sleuth_common.streams import ensure_streams as common_ensure_streams
 from sleuth_common.subjects import Subjects
+
+_R = TypeVar("_R", bound=Message)
 
 log = logging.getLogger(__name__)
 
@@ -208,19 +213,31 @@ class Bus:
         return self._client()
 
     async def alerts_command(self, req: AlertChannelRequest, wait: float) -> AlertChannelReply:
+        return await self._ask(
+            "alerts", self.subjects.alerts_channels(req.op), req, AlertChannelReply, wait
+        )
+
+    async def schedules_command(self, req: ScheduleRequest, wait: float) -> ScheduleReply:
+        return await self._ask("scheduler", self.subjects.schedules(req.op), req, ScheduleReply, wait)
+
+    async def reports_command(self, req: ReportRequest, wait: float) -> ReportReply:
+        return await self._ask("reporter", self.subjects.reports(req.op), req, ReportReply, wait)
+
+    async def _ask(self, service: str, subject: str, req: Message, reply: type[_R], wait: float) -> _R:
+        """A command to ``service`` (request/reply); ``BusError`` saying what went wrong."""
         nc = self._client()
         try:
-            msg = await nc.request(self.subjects.alerts_channels(req.op), req.to_bytes(), timeout=wait)
+            msg = await nc.request(subject, req.to_bytes(), timeout=wait)
         except NoRespondersError as exc:
-            raise BusError("the alerts service is not running") from exc
+            raise BusError(f"the {service} service is not running") from exc
         except NatsTimeoutError as exc:
-            raise BusError(f"the alerts service did not answer within {wait:g}s") from exc
+            raise BusError(f"the {service} service did not answer within {wait:g}s") from exc
         except NatsError as exc:
-            raise BusError(f"the alerts request failed: {exc}") from exc
+            raise BusError(f"the {service} request failed: {exc}") from exc
         try:
-            return AlertChannelReply.model_validate_json(msg.data)
+            return reply.model_validate_json(msg.data)
         except ValidationError as exc:
-            raise BusError("the alerts service sent a malformed reply") from exc
+            raise BusError(f"the {service} service sent a malformed reply") from exc
 
     async def agent_diagnostics(self, req: AgentDiagnosticsRequest, wait: float) -> AgentDiagnosticsReply:
         """One agent's view of its MCP servers and LLM (the agents answer in a queue group). The

@@ -25,7 +25,9 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from sleuth_common.messages import ChatPost, web_channel
+from sleuth_common.messages.schedules import conversation_user
 from sleuth_common.subjects import Subjects
+from sleuth_gateway.conversation import ConversationStore
 from sleuth_gateway.errors import DependencyUnavailable
 
 log = logging.getLogger(__name__)
@@ -110,8 +112,10 @@ class ChatConsumer:
         store: ChannelStore,
         known: set[str],
         adapters: Mapping[str, Callable[[ChatPost], Awaitable[bool]]] | None = None,
+        conversations: ConversationStore | None = None,
     ) -> None:
         self._nc = nc
+        self._conversations = conversations
         self._adapters = adapters if adapters is not None else {}
         self._subjects = subjects
         self._store = store
@@ -169,6 +173,15 @@ class ChatConsumer:
                     await msg.ack()
 
     async def deliver(self, post: ChatPost) -> bool:
+        person = conversation_user(post.target)
+        if person is not None and self._conversations is not None:
+            stored = await self._conversations.append_once(person, post.id, {
+                "role": "assistant", "text": post.text[:20_000], "ts": post.created_at,
+                "request_id": post.id, "origin": post.origin, "meta": post.meta,
+            })
+            log.info("chat post %s", "stored" if stored else "already stored",
+                     extra={"post": post.id, "target": "conversation"})
+            return stored
         channel = web_channel(post.target)
         for prefix, adapter in self._adapters.items():
             if channel is None and post.target.startswith(prefix):

@@ -73,6 +73,20 @@ class ConversationStore:
         except RedisError as exc:
             log.warning("could not store a conversation message: %s", exc, extra={"user": user})
 
+    async def append_once(self, user: str, message_id: str, message: dict[str, Any]) -> bool:
+        """Store a message another service posted (a schedule's answer) unless one with its id
+        was stored before; True when stored now. Raises ``DependencyUnavailable`` when Redis does
+        not answer (the post is then delivered again later)."""
+        try:
+            # Beside the conversations' keys, never inside them (a user name may hold a colon).
+            seen = f"{self._prefix}:conversation-posted:{message_id}:{user}"
+            if not await self._redis.set(seen, "1", nx=True, ex=self._ttl):
+                return False
+        except RedisError as exc:
+            raise DependencyUnavailable("conversations are unavailable: Redis is not answering") from exc
+        await self.append(user, message)
+        return True
+
     async def messages(self, user: str) -> list[dict[str, Any]]:
         try:
             raw = await self._redis.lrange(self.key(user), 0, -1)

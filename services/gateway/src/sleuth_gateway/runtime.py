@@ -144,7 +144,8 @@ class Gateway:
         try:
             deps.nc = await until_up(self.bus.connect, deps.nats_retry)
             chat = ChatConsumer(
-                deps.nc, self.subjects, channels, {c.name for c in self.settings.gateway.channels}, self.chat_targets
+                deps.nc, self.subjects, channels, {c.name for c in self.settings.gateway.channels},
+                self.chat_targets, self.conversations,
             )
             await until_up(chat.start, deps.nats_retry)
         except Exception:  # the task's edge: say why the gateway will not get ready

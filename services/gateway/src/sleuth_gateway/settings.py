@@ -159,6 +159,13 @@ class GatewaySettings(BaseModel):
     """Messages kept per channel (oldest dropped first)."""
     alerts_timeout: float = 3.0
     """Seconds to wait for the alerts service to answer ``alerts on|off|status``."""
+    schedules: bool = False
+    """The scheduler runs in this deployment: offer ``schedule …``, ``schedules``, ``run``,
+    ``pause``, ``resume``, ``unschedule`` (off: they answer that schedules are not switched on)."""
+    reports: bool = False
+    """The reporter runs in this deployment: offer ``report``."""
+    commands_timeout: float = 3.0
+    """Seconds to wait for the scheduler or the reporter to answer a command."""
     mcp: McpEndpointSettings = Field(default_factory=McpEndpointSettings)
     """The MCP endpoint ``/mcp`` (see ``McpEndpointSettings``)."""
     mattermost: MattermostSettings = Field(default_factory=MattermostSettings)

@@ -4,6 +4,12 @@ A message is a command only when, once case, punctuation, mentions and politenes
 nothing but the command is left: "Help!", "refresh please", "@sleuth diagnostics", "Access?".
 A message that merely mentions a command word ("can you help me understand why api restarts?",
 "what does refresh do?", "help refresh") is a question.
+
+Schedules and reports (when those services run): ``schedule every …`` / ``schedule cron "…" …``
+(the rest, as typed, is the scheduler's to parse: timing, then the question), ``schedules``,
+``run <id>``, ``unschedule <id>``, ``pause <id>``, ``resume <id>`` (an id as the scheduler makes
+them: 10 letters and digits), ``report``. "What is the schedule of the backup job?" and "run the
+migration?" stay questions.
 """
 
 from __future__ import annotations
@@ -11,14 +17,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ALERT_OPS", "COMMANDS", "POLITE", "Command", "parse_command"]
+__all__ = ["ALERT_OPS", "COMMANDS", "POLITE", "SCHEDULE_OPS", "Command", "parse_command"]
 
 POLITE = frozenset(
     {"please", "pls", "plz", "thanks", "thank", "you", "thx", "hi", "hello", "hey", "sleuth", "kindly"}
 )
 """Words that never change what a message asks for."""
-COMMANDS = frozenset({"help", "refresh", "access", "diagnostics"})
+COMMANDS = frozenset({"help", "refresh", "access", "diagnostics", "schedules", "report"})
 """One-word commands."""
+SCHEDULE_OPS = {"run": "run", "unschedule": "delete", "pause": "pause", "resume": "resume"}
+"""``<word> <id>`` → the scheduler's op."""
+_SCHEDULE = re.compile(r"^\W*(?:@[\w.\-]+[\s,:]*)?(?:please\s+)?schedule\s+((?:every|cron|report)\b.*)$", re.I | re.S)
+_ID = re.compile(r"[a-z2-9]{10}")
 ALERT_OPS = frozenset({"on", "off", "status"})
 """``alerts <op>``."""
 
@@ -28,7 +38,8 @@ class Command:
     name: str
     """``help``, ``refresh``, ``access``, ``diagnostics`` or ``alerts``."""
     arg: str = ""
-    """``on``, ``off`` or ``status`` for ``alerts``; empty otherwise."""
+    """``on``, ``off`` or ``status`` for ``alerts``; the schedule id for ``run``, ``delete``,
+    ``pause``, ``resume``; for ``schedule``, the rest of the message as typed; empty otherwise."""
 
 
 def _words(text: str) -> list[str]:
@@ -39,9 +50,16 @@ def _words(text: str) -> list[str]:
 
 def parse_command(text: str) -> Command | None:
     """``Command`` when the whole message is a command, else ``None`` (a question)."""
+    scheduled = _SCHEDULE.match(text.strip())
+    if scheduled:
+        return Command("schedule", scheduled.group(1).strip())
     words = _words(text)
     if len(words) == 1 and words[0] in COMMANDS:
         return Command(words[0])
     if len(words) == 2 and words[0] == "alerts" and words[1] in ALERT_OPS:
         return Command("alerts", words[1])
+    if len(words) == 2 and words[0] in SCHEDULE_OPS and _ID.fullmatch(words[1]):
+        return Command(SCHEDULE_OPS[words[0]], words[1])
+    if words == ["report", "now"]:
+        return Command("report")
     return None

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
+from sleuth_common.channels import member_requesters
 from sleuth_common.messages import AlertChannelRequest, Requester
+from sleuth_common.messages.reports import ReportRequest
+from sleuth_common.messages.schedules import ScheduleRequest, conversation_target
 from sleuth_gateway.auth import Identity
 from sleuth_gateway.bus import BusError
 from sleuth_gateway.commands._access import Access, caller_access
@@ -38,6 +42,8 @@ async def run_command(
     token: str | None = None,
     channel: str | None = None,
     members: tuple[Requester, ...] = (),
+    target: str | None = None,
+    thread: str = "",
 ) -> str:
     """Run ``command`` for ``identity`` and return the answer (Markdown).
 
@@ -48,7 +54,10 @@ async def run_command(
     that show the caller's own access answer only in private. ``token``: the caller's bearer
     token where the surface has one; no command needs it today, and it is never logged.
     ``members``: who reads ``channel`` where the chat system (not the config) knows it (a
-    Mattermost channel), for ``alerts on|status``.
+    Mattermost channel), the asker included, for ``alerts``, schedules and reports.
+    ``target``/``thread``: where later posts for this command go (a schedule's answers, a
+    report), when not ``<surface>:<channel>`` — a Mattermost direct message; default: the
+    channel, or the asker's private conversation (``conversation:<user>``).
 
     Raises ``DependencyUnavailable`` (an ``ApiError``, status 503) when what the command needs
     (authz-cache, the bus, the alerts service) does not answer; ``diagnostics`` reports broken
@@ -59,7 +68,8 @@ async def run_command(
     t0 = time.monotonic()
     outcome = "error"
     try:
-        answer, outcome = await _dispatch(gw, identity, command, surface, channel, members)
+        where = _Where.of(gw, identity, surface, channel, members, target, thread)
+        answer, outcome = await _dispatch(gw, identity, command, surface, channel, members, where)
     except ApiError as exc:
         outcome = exc.reason or type(exc).__name__
         raise
@@ -86,8 +96,13 @@ async def _dispatch(
     surface: str,
     channel: str | None,
     members: tuple[Requester, ...],
+    where: _Where,
 ) -> tuple[str, str]:
     """``(answer, outcome)``."""
+    if command.name in _SCHEDULE_OPS:
+        return await _schedules(gw, identity, command, where)
+    if command.name == "report":
+        return await _report(gw, identity, where)
     if command.name == "refresh":
         try:
             await gw.bus.invalidate(identity.user)
@@ -139,6 +154,73 @@ async def _alerts(
     return reply.text, "ok"
 
 
+_SCHEDULE_OPS = {"schedule": "create", "schedules": "list", "run": "run", "delete": "delete",
+                 "pause": "pause", "resume": "resume"}
+_OFF = "{what} {are} not switched on in this deployment."
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where a command was said, for the services that post there later."""
+
+    target: str
+    thread: str
+    members: tuple[Requester, ...]
+
+    @classmethod
+    def of(
+        cls,
+        gw: Gateway,
+        identity: Identity,
+        surface: str,
+        channel: str | None,
+        members: tuple[Requester, ...],
+        target: str | None,
+        thread: str,
+    ) -> _Where:
+        if target is None:
+            target = f"{surface}:{channel}" if channel is not None else conversation_target(identity.user)
+        if not members and channel is not None and surface == "web":
+            config = gw.settings.gateway.channel(channel)
+            asker = Requester(user=identity.user, groups=identity.groups)
+            members = (asker, *member_requesters(config.members if config else (), known=[asker]))
+        return cls(target, thread, members)
+
+
+async def _schedules(gw: Gateway, identity: Identity, command: Command, where: _Where) -> tuple[str, str]:
+    if not gw.settings.gateway.schedules:
+        return _OFF.format(what="Schedules", are="are"), "off"
+    req = ScheduleRequest(
+        op=_SCHEDULE_OPS[command.name],  # type: ignore[arg-type]  # one of ScheduleOp
+        user=identity.user,
+        groups=identity.groups,
+        target=where.target,
+        thread=where.thread,
+        members=where.members,
+        text=command.arg if command.name == "schedule" else "",
+        id=command.arg if command.name != "schedule" else "",
+    )
+    try:
+        reply = await gw.bus.schedules_command(req, gw.settings.gateway.commands_timeout)
+    except BusError as exc:
+        raise DependencyUnavailable(f"schedules are unavailable ({exc}); try again shortly") from exc
+    return reply.text, "ok" if reply.ok else "refused"
+
+
+async def _report(gw: Gateway, identity: Identity, where: _Where) -> tuple[str, str]:
+    if not gw.settings.gateway.reports:
+        return _OFF.format(what="Reports", are="are"), "off"
+    req = ReportRequest(
+        op="run", user=identity.user, groups=identity.groups, target=where.target, thread=where.thread,
+        members=where.members,
+    )
+    try:
+        reply = await gw.bus.reports_command(req, gw.settings.gateway.commands_timeout)
+    except BusError as exc:
+        raise DependencyUnavailable(f"reports are unavailable ({exc}); try again shortly") from exc
+    return reply.text, "ok" if reply.ok else "refused"
+
+
 async def _access_or_none(gw: Gateway, identity: Identity) -> Access | None:
     try:
         return await caller_access(gw, identity)
@@ -177,6 +259,15 @@ async def help_text(gw: Gateway, identity: Identity, channel: str | None = None)
             "posted there with your access (everyone in the channel then sees what you can see), "
             "stop that, or show who does"
         )
+    if gw.settings.gateway.schedules:
+        lines += [
+            "- `schedule every weekday at 09:00 what is failing in "
+            f"{namespace}?` — ask it on a schedule (also `every 2h`, `every monday at 9am in Europe/Berlin`, "
+            '`cron "0 9 * * 1-5" …`); answers come here',
+            "- `schedules` — the schedules here; `run <id>`, `pause <id>`, `resume <id>`, `unschedule <id>`",
+        ]
+    if gw.settings.gateway.reports:
+        lines.append("- `report` — a best-practice report of what you can read (what will hurt before it does)")
     if access is not None and access.cluster_admin:
         lines.append("- `diagnostics` — how Sleuth's parts are doing (cluster admins)")
     lines += ["", "You only ever see what your own Kubernetes credentials let you read."]

@@ -512,13 +512,13 @@ class MattermostAdapter:
         members: tuple[Requester, ...],
     ) -> None:
         await asking.take_question(self.gw, identity, "messages")
-        # Every reader, the asker included (an empty list would mean "unknown" to alerts).
-        everyone = (*members, Requester(user=identity.user, groups=identity.groups)) if members else (
-            () if channel.direct else (Requester(user=identity.user, groups=identity.groups),)
-        )
+        # Every reader, the asker included (an empty list would mean "unknown" to the services
+        # that post here later: alerts, schedules, reports).
+        everyone = (*members, Requester(user=identity.user, groups=identity.groups))
         answer = await run_command(
             self.gw, identity, command, surface="mattermost",
             channel=None if channel.direct else channel.id, members=everyone,
+            target=f"{MATTERMOST_PREFIX}{channel.id}", thread=self._thread(post),
         )
         await self._say(channel, post, answer)
         self.gw.metrics.mattermost_posts.labels(outcome="command").inc()
@@ -597,9 +597,10 @@ class MattermostAdapter:
 
     # ------------------------------------------------------------------ alert answers
     async def deliver(self, post: ChatPost) -> bool:
-        """Post an alert answer (a ``ChatPost`` for ``mattermost:<channel id>``), threaded per
-        cluster, once. Withheld (with a notice) when the channel's readers are not all among
-        those it was fitted to. True when posted now."""
+        """Post a ``ChatPost`` for ``mattermost:<channel id>`` once: in ``meta["thread"]`` when it
+        names one (a schedule's, a report's), alert answers threaded per cluster, the rest of a
+        long post in the first part's thread. Withheld (with a notice) when the channel's readers
+        are not all among ``meta["readers"]``. True when posted now."""
         redis = self.gw.redis
         assert redis is not None
         channel_id = post.target[len(MATTERMOST_PREFIX):]
@@ -607,10 +608,12 @@ class MattermostAdapter:
             return False
         try:
             text = await self._fit_to_channel(channel_id, post)
-            cluster = post.meta.get("cluster", "")
-            root_key = f"{self._prefix}:alert-root:{channel_id}:{cluster}"
-            stored = await redis.get(root_key)
-            root = stored.decode() if isinstance(stored, bytes) else stored or ""
+            root_key = ""
+            root = post.meta.get("thread", "")
+            if not root and post.origin == "alert":  # alert answers: one thread per cluster
+                root_key = f"{self._prefix}:alert-root:{channel_id}:{post.meta.get('cluster', '')}"
+                stored = await redis.get(root_key)
+                root = stored.decode() if isinstance(stored, bytes) else stored or ""
             parts = split_post(for_mattermost(text), self.cfg.max_post_chars)
             for i, part in enumerate(parts):
                 created = await self.api.create_post(channel_id, part, root_id=root, props={
@@ -618,7 +621,8 @@ class MattermostAdapter:
                 })
                 if not root:
                     root = str(created["root_id"] or created["id"])
-                    await redis.set(root_key, root, ex=30 * 86400)
+                    if root_key:
+                        await redis.set(root_key, root, ex=30 * 86400)
         except BaseException:
             with contextlib.suppress(RedisError, OSError):
                 await redis.delete(f"{self._prefix}:chat-post:{post.id}")
@@ -641,10 +645,12 @@ class MattermostAdapter:
         strangers = await self._strangers(await self._channel(channel_id), allowed)
         if strangers is None or strangers:
             names = ", ".join(strangers[:10]) if strangers else "more people than I can check"
+            what = "An alert investigation" if post.origin == "alert" else "A scheduled answer or report"
+            again = "Say `alerts on` again" if post.origin == "alert" else "Ask for it again here"
             return (
-                "An alert investigation finished, but its answer is withheld here: it was fitted to "
-                f"who read this channel when `alerts on` was said, and {names} can read it now "
-                "but were not among them. Say `alerts on` again to investigate with everyone here."
+                f"{what} finished, but it is withheld here: it was fitted to who read this channel "
+                f"before, and {names} can read it now but were not among them. {again} to get one "
+                "that fits everyone here."
             )
         return post.text
 
