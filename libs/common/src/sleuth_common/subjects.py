@@ -83,6 +83,47 @@ class Subjects:
         answer there without being able to write into any other reply of the asker."""
         return f"{inbox}.diagnostics.{request_id}"
 
+    def schedules(self, op: str) -> str:
+        """Request/reply: the schedule commands (``create``, ``list``, ``run``, ``delete``,
+        ``pause``, ``resume``), gateway → scheduler."""
+        return f"{self.prefix}.schedules.{op}"
+
+    @property
+    def schedules_all(self) -> str:
+        return f"{self.prefix}.schedules.*"
+
+    @property
+    def scheduler_queue(self) -> str:
+        """Queue group of the scheduler replicas (one answers a command, one posts an answer)."""
+        return "scheduler"
+
+    def reports(self, op: str) -> str:
+        """Request/reply: the report commands (``run``, ``status``), gateway → reporter."""
+        return f"{self.prefix}.reports.{op}"
+
+    @property
+    def reports_all(self) -> str:
+        return f"{self.prefix}.reports.*"
+
+    def reports_queued(self, report_id: str) -> str:
+        """A report to make, on the REPORTS stream (reporter → any reporter replica). One token
+        deeper than ``reports_all``, so the commands' subscription never sees it."""
+        return f"{self.prefix}.reports.queued.{report_id}"
+
+    @property
+    def reports_queued_all(self) -> str:
+        return f"{self.prefix}.reports.queued.*"
+
+    @property
+    def reporter_queue(self) -> str:
+        """Queue group of the reporter replicas (one answers a command)."""
+        return "reporter"
+
+    @property
+    def reporter_durable(self) -> str:
+        """The reporter replicas' shared durable consumer on the REPORTS stream."""
+        return "reporter"
+
     def audit(self, kind: str) -> str:
         return f"{self.prefix}.audit.{kind}"
 
@@ -102,6 +143,10 @@ class Subjects:
     @property
     def stream_alerts(self) -> str:
         return f"{self.prefix.upper().replace('.', '_')}_ALERTS"
+
+    @property
+    def stream_reports(self) -> str:
+        return f"{self.prefix.upper().replace('.', '_')}_REPORTS"
 
     @property
     def agent_durable(self) -> str:

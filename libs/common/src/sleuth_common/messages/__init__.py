@@ -41,7 +41,27 @@ from sleuth_common.messages.jobs import (
     Requester,
     RootCause,
 )
-from sleuth_common.messages.reports import SEVERITIES, Finding, NotChecked, ReportResult, Severity
+from sleuth_common.messages.reports import (
+    SEVERITIES,
+    Finding,
+    NotChecked,
+    ReportInfo,
+    ReportOp,
+    ReportReply,
+    ReportRequest,
+    ReportResult,
+    ReportState,
+    ReportTask,
+    Severity,
+)
+from sleuth_common.messages.schedules import (
+    ScheduleInfo,
+    ScheduleOp,
+    ScheduleReply,
+    ScheduleRequest,
+    conversation_target,
+    conversation_user,
+)
 
 __all__ = [
     "CLUSTER_KINDS",
@@ -74,14 +94,26 @@ __all__ = [
     "McpServerReport",
     "Message",
     "NotChecked",
+    "ReportInfo",
+    "ReportOp",
+    "ReportReply",
+    "ReportRequest",
     "ReportResult",
+    "ReportState",
+    "ReportTask",
     "Requester",
     "ResolveReply",
     "ResolveRequest",
     "RootCause",
+    "ScheduleInfo",
+    "ScheduleOp",
+    "ScheduleReply",
+    "ScheduleRequest",
     "ScopeReply",
     "ScopeRequest",
     "Severity",
+    "conversation_target",
+    "conversation_user",
     "web_channel",
     "web_target",
 ]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from sleuth_common.messages.base import Message
+
+if TYPE_CHECKING:  # reports.py imports this module; it completes InvestigationResult (model_rebuild)
+    from sleuth_common.messages.reports import ReportResult
 
 __all__ = [
     "Action",
@@ -144,9 +147,13 @@ class InvestigationResult(Message):
     tool_calls: int = 0
     llm: dict[str, Any] | None = None
     """When a model took part: outcome, model, calls, tool_calls, input_tokens, output_tokens."""
+    report: ReportResult | None = None
+    """A job of origin ``report``: the best-practice report (``answer_markdown`` is its chat
+    summary); None for an investigation."""
 
     def public_json(self) -> dict[str, Any]:
         """The DESIGN §3 result JSON (no bookkeeping fields)."""
         return self.model_dump(
-            mode="json", exclude={"kind", "schema_version", "job_id", "user", "duration_ms", "tool_calls", "llm"}
+            mode="json",
+            exclude={"kind", "schema_version", "job_id", "user", "duration_ms", "tool_calls", "llm", "report"},
         )
