@@ -255,3 +255,19 @@ def test_wide_inputs_are_filtered_whole() -> None:
     wide = {f"pod-{i}": {"namespace": "team-b"} for i in range(20_000)}
     out = filter_result(json.dumps(wide), ALICE)
     assert out.removed == 20_000 and "pod-1" not in out.text
+
+
+@pytest.mark.parametrize("value", [
+    {"namespace": [], "ns": {"kind": '{"namespace": "team-b"}'}},  # found by the property above
+    {"namespace": "team-a", "kind": '{"namespace": "team-b"}'},
+    {"kind": '[{"namespace": "team-b", "name": "x"}]', "items": []},
+    {"namespace": "team-a", "apiVersion": "team-b"},
+    {"items": [], "status": "moved to team-b yesterday"},
+])
+def test_a_structural_field_holding_no_structure_is_judged_as_what_it_holds(value: Any) -> None:
+    """``kind``, ``apiVersion``, ``status`` … are kept on sight only when they hold a token; JSON or
+    prose in them is filtered as a document or as text, like any other string."""
+    out = filter_result(json.dumps(value), ALICE, pinned=False, known_namespaces=["team-b"])
+    if out.outcome != "withheld":
+        _no_foreign_namespace(out.data)
+        assert "team-b" not in json.dumps(out.data), out.data

@@ -81,6 +81,8 @@ _ATTR, _FL, _RES, _NSNAME = 3, 4, 5, 6
 _F_SECRET, _F_NODE, _F_DEEP, _F_CLUSTER, _F_NSOBJ, _F_OBJ, _F_MENTION = 1, 2, 4, 8, 16, 32, 64
 
 V_KEEP, V_FOREIGN, V_UNATTRIBUTED, V_UNRESOLVED, V_CLUSTER, V_SECRET, V_DEEP, V_ENVELOPE = range(8)
+_TOKEN = re.compile(r"[\w.:/@+=\-]{1,256}")
+"""A structural value (a kind, apiVersion, phase, continue token): no space, quote or bracket."""
 KEPT = (V_KEEP, V_ENVELOPE)
 
 # Attributions. A namespace name: the record (or an ancestor) names it. PIN + a namespace, or
@@ -469,10 +471,13 @@ class _Walk:
                             if v != REDACTED and not (c & SECRETNAME and OBJECT_NAME.match(v)):
                                 d[k] = REDACTED
                                 self.redacted += 1
-                        else:
+                        elif _TOKEN.fullmatch(v):
                             kind = v
                             if v in foreign_tokens:
                                 st[s] = _FOREIGN
+                        else:
+                            # not a kind at all (JSON, prose): judged as any other string below
+                            self.loose_kind(d, k, v, s, st, pending)
                         continue
                     if c & VALUE:
                         name = d.get("name")
@@ -572,6 +577,22 @@ class _Walk:
             for k in drop_keys:
                 del d[k]
             self.counts[V_FOREIGN] += len(drop_keys)
+
+    def loose_kind(
+        self, d: dict[Any, Any], k: Any, v: str, side: int, st: list[Any], pending: list[tuple[Any, ...]]
+    ) -> None:
+        """A ``kind`` (or another kind-like key) whose value is no kind: JSON or text in it is
+        judged as a document or text of its own; a bare value naming a foreign namespace makes
+        the record foreign."""
+        if v[:1] in ("{", "[") and looks_json(v):
+            pending.append((_P_JSON, d, k))
+        elif "\n" in v or " " in v:
+            pending.append((_P_TEXT, d, k))
+        elif v in self.foreign_tokens:
+            st[side] = _FOREIGN
+        else:
+            for ns in namespaces_in(v, self.allowed, refs=True):
+                self.mark(st, side, ns)
 
     def nested_kind(self, d: dict[Any, Any], kind: str, st: list[Any], side: int) -> None:
         """A ``kind`` inside a record: a reference (``involvedObject``) or an embedded object."""
@@ -885,7 +906,7 @@ class _Walk:
                 if t is str:
                     if not v or v == REDACTED or (id(node), k) in later:
                         continue
-                    structural = isinstance(k, str) and key_class(k) & STRUCT
+                    structural = isinstance(k, str) and key_class(k) & STRUCT and _TOKEN.fullmatch(v)
                     if not structural or v in self.foreign_tokens or (fnames is not None and v in fnames):
                         node[k] = VALUE_WITHHELD
                         self.values_withheld += 1
