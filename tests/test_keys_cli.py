@@ -28,9 +28,10 @@ from sleuth_common.identity import (
 )
 
 FILES = {"agent.key", "agent.pub", "authz.key", "authz.pub", "alerts.key", "alerts.pub", "chat.key", "chat.pub",
-         CACHE_KEY}
-PRIVATE = {"agent.key", "authz.key", "alerts.key", "chat.key", CACHE_KEY}
-JOB_ISSUERS = {"authz": "sleuth-authz", "alerts": "sleuth-alerts", "chat": "sleuth-chat"}
+         "scheduler.key", "scheduler.pub", "reporter.key", "reporter.pub", CACHE_KEY}
+PRIVATE = {"agent.key", "authz.key", "alerts.key", "chat.key", "scheduler.key", "reporter.key", CACHE_KEY}
+JOB_ISSUERS = {"authz": "sleuth-authz", "alerts": "sleuth-alerts", "chat": "sleuth-chat",
+               "scheduler": "sleuth-scheduler", "reporter": "sleuth-reporter"}
 """The pairs that sign jobs for the agent, and their issuers (``identity.job_issuers``)."""
 
 
@@ -62,9 +63,9 @@ def contents(d: Path) -> dict[str, bytes]:
 
 
 def assert_usable(d: Path) -> None:
-    """What the services do with these files: the agent signs for kube-mcp; authz-cache, alerts
-    and the gateway (chat users) sign jobs for the agent; each key verifies only its own
-    issuer's assertions."""
+    """What the services do with these files: the agent signs for kube-mcp; authz-cache, alerts,
+    the gateway (chat users) and the scheduler (a schedule's owner) sign jobs for the agent; each
+    key verifies only its own issuer's assertions."""
     no_env = {"signing_key_env": "", "verify_keys_env": ""}
 
     def signer(name: str, issuer: str):  # type: ignore[no-untyped-def]
@@ -129,21 +130,23 @@ def test_a_lost_public_key_is_derived_again_not_rotated(tmp_path: Path) -> None:
     assert_usable(out)
 
 
-def test_a_directory_of_an_older_release_gets_only_the_chat_pair(tmp_path: Path) -> None:
-    """Keys made before the gateway signed for chat users: a re-run (as the upgrade notes say)
-    adds ``chat.key``/``chat.pub`` and rotates nothing, in the Secret as in the directory."""
+@pytest.mark.parametrize("pair", ["chat", "scheduler", "reporter"])
+def test_a_directory_of_an_older_release_gets_only_the_new_pair(tmp_path: Path, pair: str) -> None:
+    """Keys made before the gateway signed for chat users (``chat``), or before the scheduler
+    signed for schedule owners (``scheduler``): a re-run (as the upgrade notes say) adds that pair
+    and rotates nothing, in the Secret as in the directory."""
     out = tmp_path / "identity"
     assert sleuth_keys("--out", str(out)).returncode == 0
-    (out / "chat.key").unlink()
-    (out / "chat.pub").unlink()
+    (out / f"{pair}.key").unlink()
+    (out / f"{pair}.pub").unlink()
     before = contents(out)
     proc = sleuth_keys("--out", str(out), "--secret", "sleuth-identity")
     assert proc.returncode == 0, proc.stderr
     created = sorted(line.split()[1] for line in proc.stderr.splitlines() if line.startswith("created"))
-    assert created == [str(out / "chat.key"), str(out / "chat.pub")]
+    assert created == [str(out / f"{pair}.key"), str(out / f"{pair}.pub")]
     after = contents(out)
     assert {k: after[k] for k in before} == before
-    assert (out / "chat.key").stat().st_mode & 0o777 == 0o600
+    assert (out / f"{pair}.key").stat().st_mode & 0o777 == 0o600
     assert {k: v.encode() for k, v in load_secret(proc.stdout, tmp_path)["stringData"].items()} == after
 
 

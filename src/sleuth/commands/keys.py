@@ -2,9 +2,10 @@
 
     sleuth keys --out DIR
         writes the Ed25519 identity key pairs ``agent.key agent.pub authz.key authz.pub alerts.key
-        alerts.pub chat.key chat.pub`` (the agent signs the asker for kube-mcp; authz-cache a
-        person's login, alerts a channel's alerts and the gateway a chat user it mapped, for the
-        agent) and ``authz-cache-key`` (the secret authz-cache replicas seal their Redis entries
+        alerts.pub chat.key chat.pub scheduler.key scheduler.pub reporter.key reporter.pub`` (the
+        agent signs the asker for kube-mcp; authz-cache a person's login, alerts a channel's
+        alerts, the gateway a chat user it mapped, the scheduler a schedule's owner and the
+        reporter a report's asker, for the agent) and ``authz-cache-key`` (the secret authz-cache replicas seal their Redis entries
         with). Private files are mode 0600 (DIR 0700 when made here). Files already there are
         kept, never replaced: a re-run does not rotate a key, and makes only what is missing (a
         pair added by a newer release); a key that cannot be kept as it is (unreadable, or its
@@ -17,9 +18,11 @@
 
 Give each service only its own private key (``identity.signing_key_file`` or
 ``SLEUTH_IDENTITY__SIGNING_KEY_FILE``): ``agent.key`` to the agent, ``authz.key`` to authz-cache,
-``alerts.key`` to alerts, ``chat.key`` to the gateway; the public keys go to kube-mcp
-(``agent.pub``) and the agent (``authz.pub``, ``alerts.pub``, ``chat.pub`` under
-``identity.job_issuers``: issuers ``sleuth-authz``, ``sleuth-alerts``, ``sleuth-chat``).
+``alerts.key`` to alerts, ``chat.key`` to the gateway, ``scheduler.key`` to the scheduler,
+``reporter.key`` to the reporter; the public keys go to kube-mcp (``agent.pub``) and the agent
+(``authz.pub``, ``alerts.pub``, ``chat.pub``, ``scheduler.pub``, ``reporter.pub`` under
+``identity.job_issuers``: issuers ``sleuth-authz``, ``sleuth-alerts``, ``sleuth-chat``,
+``sleuth-scheduler``, ``sleuth-reporter``).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ class KeysError(Exception):
     """A file in the output directory cannot be kept as it is, and replacing it would rotate a key."""
 
 
-SIGNERS = ("agent", "authz", "alerts", "chat")
+SIGNERS = ("agent", "authz", "alerts", "chat", "scheduler", "reporter")
 """The key pairs, by signer: the same names as ``sleuth.embedded.stack.IDENTITY_SIGNERS`` (a test
 keeps them equal; not imported from there, that module takes a second to import)."""
 

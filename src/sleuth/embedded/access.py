@@ -53,7 +53,7 @@ __all__ = [
 
 SERVICES = ("gateway", "authz-cache", "agent", "alerts", "scheduler", "reporter")
 """Services with a NATS user and a Redis user. kube-mcp has neither: it uses no bus and no Redis."""
-COMING_SERVICES = frozenset({"scheduler", "reporter"})
+COMING_SERVICES: frozenset[str] = frozenset()
 """Defined now (DESIGN §1), not built yet: their users exist so that they start with no changes."""
 AUDIT_USER = "audit"
 """NATS only: reads ``<prefix>.audit.>`` and nothing else (an ops tail, a SIEM shipper)."""
@@ -153,16 +153,21 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
         ),
         "scheduler": NatsPermissions(
             publish=(
-                s.authz_scope, s.jobs_investigate, s.chat_outbound, audit, *_replies_to("gateway"),
+                s.jobs_investigate, s.chat_outbound, audit, *_replies_to("gateway"),
                 *_stream(jobs), *_stream(chat),
             ),
             subscribe=(schedules_all, s.jobs_done_all, inbox("scheduler")),
-            note="fires saved questions as jobs, posts their answers",
+            note="answers the schedule commands, fires saved questions as jobs (JOBS), posts their answers (CHAT)",
         ),
         "reporter": NatsPermissions(
-            publish=(s.authz_scope, s.chat_outbound, audit, *_replies_to("gateway"), *_stream(chat)),
-            subscribe=(reports_all, inbox("reporter")),
-            note="weekly report, delivered by chat",
+            publish=(
+                s.jobs_investigate, s.chat_outbound, s.reports_queued_all, audit, *_replies_to("gateway"),
+                *_stream(jobs), *_stream(chat), *_stream(s.stream_reports),
+                *_consumer(s.stream_reports, s.reporter_durable),
+            ),
+            subscribe=(reports_all, s.jobs_done_all, inbox("reporter")),
+            note="answers `report`, queues reports on REPORTS, asks the agent for them (JOBS, jobs.done), "
+                 "posts them (CHAT)",
         ),
         AUDIT_USER: NatsPermissions(
             publish=(), subscribe=(audit,), note="reads the audit events; publishes nothing",
@@ -239,8 +244,8 @@ def redis_acl(prefix: str = "sleuth") -> dict[str, RedisAcl]:
         "agent": RedisAcl((f"{p}:agent:*", f"{p}:llm:*"), _COMMANDS, "answered marks, AI budget"),
         "alerts": RedisAcl((f"{p}:alerts:*",), _COMMANDS + " +scan",
                            "windows, batches, channel marks, cooldowns (SCAN for cooldowns)"),
-        "scheduler": RedisAcl((f"{p}:scheduler:*",), _COMMANDS, "coming service: schedules, the scheduler lock"),
-        "reporter": RedisAcl((f"{p}:reporter:*",), _COMMANDS, "coming service: report state"),
+        "scheduler": RedisAcl((f"{p}:scheduler:*",), _COMMANDS, "schedules, runs, fired-occurrence marks"),
+        "reporter": RedisAcl((f"{p}:reporter:*",), _COMMANDS, "report records, the email's once-mark"),
     }
 
 

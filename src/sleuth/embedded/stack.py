@@ -1,9 +1,9 @@
 """``sleuth up``: the whole stack as separate local processes.
 
 nats-server (JetStream) and Valkey from their wheels, simcluster over a snapshot, kube-mcp,
-authz-cache, agent worker(s) and gateway, each a real process reading one generated YAML config.
-Everything lives under one state directory (``.sleuth/`` by default): data, logs, the cluster's
-CA and kubeconfigs, and the config the services read.
+authz-cache, agent worker(s), gateway, alerts, scheduler and reporter, each a real process reading one
+generated YAML config. Everything lives under one state directory (``.sleuth/`` by default):
+data, logs, the cluster's CA and kubeconfigs, and the config the services read.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import secrets
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +41,13 @@ class StackPorts:
     authz_metrics: int = 9101
     agent_metrics: int = 9102
     alerts: int = 8090
+    scheduler: int = 8091
+    reporter: int = 9104
 
     @classmethod
     def free(cls) -> StackPorts:
         """Every port chosen free (tests, and several stacks on one machine)."""
-        return cls(*(free_port() for _ in range(8)))
+        return cls(*(free_port() for _ in fields(cls)))
 
 
 @dataclass
@@ -75,7 +77,8 @@ def _read_snapshot_meta(snapshot: Path) -> dict[str, Any]:
     return meta
 
 
-IDENTITY_SIGNERS = {"agent": "agent", "authz-cache": "authz", "alerts": "alerts", "gateway": "chat"}
+IDENTITY_SIGNERS = {"agent": "agent", "authz-cache": "authz", "alerts": "alerts", "gateway": "chat",
+                    "scheduler": "scheduler", "reporter": "reporter"}
 """Service → the key it signs identities with (see ``Stack._identity_keys``)."""
 
 
@@ -184,6 +187,8 @@ class Stack:
                 *(self._start_agent(i, env) for i in range(self.spec.agents)),
                 (self._service("gateway", "sleuth_gateway", env, health=p.gateway, wait=False), p.gateway),
                 (self._service("alerts", "sleuth_alerts", env, health=p.alerts, wait=False), p.alerts),
+                (self._service("scheduler", "sleuth_scheduler", env, health=p.scheduler, wait=False), p.scheduler),
+                (self._service("reporter", "sleuth_reporter", env, health=p.reporter, wait=False), p.reporter),
             ]
             for proc, port in starting:
                 self._wait_healthy(proc, port)
@@ -220,7 +225,9 @@ class Stack:
         """Ed25519 key pairs for signed identities, one per signer (made once, kept in the state
         directory; each private key readable by this user only and given only to its service):
         the agent signs the asker for kube-mcp; authz-cache a person's login, alerts a channel's
-        alerts and the gateway a chat user it mapped (issuer ``sleuth-chat``), for the agent."""
+        alerts, the gateway a chat user it mapped (issuer ``sleuth-chat``), the scheduler a
+        schedule's owner (issuer ``sleuth-scheduler``) and the reporter a report's asker (issuer
+        ``sleuth-reporter``), for the agent."""
         from sleuth_common.identity import generate_keypair
 
         d = self.state / "identity"
@@ -260,14 +267,19 @@ class Stack:
             "identity": {
                 "verify_key_files": [str(keys["agent"][1])],
                 "job_issuers": {"sleuth-authz": [str(keys["authz"][1])], "sleuth-alerts": [str(keys["alerts"][1])],
-                                "sleuth-chat": [str(keys["chat"][1])]},
+                                "sleuth-chat": [str(keys["chat"][1])],
+                                "sleuth-scheduler": [str(keys["scheduler"][1])],
+                                "sleuth-reporter": [str(keys["reporter"][1])]},
             },
             "kube_mcp": {"host": h, "port": p.kube_mcp, "kubeconfig": kubeconfigs.get("sleuth-reader", ""),
                          "cluster_name": self.cluster_name},
             "authz_cache": {"host": h, "metrics_port": p.authz_metrics},
             "agent": {"host": h, "metrics_port": p.agent_metrics},
-            "gateway": {"host": h, "port": p.gateway, "channels": self._demo_channels()},
+            # the scheduler runs here: the gateway offers its commands
+            "gateway": {"host": h, "port": p.gateway, "channels": self._demo_channels(), "schedules": True},
             "alerts": {"host": h, "port": p.alerts, "routes": self._demo_routes()},
+            "scheduler": {"host": h, "port": p.scheduler},
+            "reporter": {"host": h, "port": p.reporter},
         }
         for key, value in self.spec.extra_config.items():
             if isinstance(value, dict) and isinstance(cfg.get(key), dict):

@@ -1,5 +1,11 @@
 """One job, from the bus's side: resolve scope, run the investigator with progress and audit,
-publish the result once (keyed by job id), audit the outcome (counts only)."""
+publish the result once (keyed by job id), audit the outcome (counts only).
+
+A job of origin ``report`` (from the reporter, issue 14) passes the same identity and scope checks
+and runs the best-practice report (``sleuth_agent.report``) instead of an investigation, never a
+model: its ``InvestigationResult`` carries the ``ReportResult`` in ``report`` and the chat summary
+in ``answer_markdown``; ``status`` is ``diagnosed`` (findings), ``healthy`` (none), ``denied`` or
+``error``. The report is cut to fit one NATS message (least severe findings first, saying so)."""
 
 from __future__ import annotations
 
@@ -20,19 +26,29 @@ from redis.exceptions import RedisError
 from sleuth_agent.llm import LlmInvestigator, LlmRun
 from sleuth_agent.metrics import Metrics
 from sleuth_agent.rca import investigate
+from sleuth_agent.report import EVERY_FINDING, ProgressCallback, report
 from sleuth_agent.settings import Settings
 from sleuth_common.audit import tool_call_event
 from sleuth_common.channels import audience_claims, intersect_scopes
 from sleuth_common.identity import IdentityError, IdentityVerifier
-from sleuth_common.mcp import ToolAuditEvent, bus_inventory, bus_resolver, use_inventory, use_resolver
+from sleuth_common.mcp import (
+    AuditCallback,
+    ToolAuditEvent,
+    bus_inventory,
+    bus_resolver,
+    use_inventory,
+    use_resolver,
+)
 from sleuth_common.messages import (
     InvestigationJob,
     InvestigationResult,
     JobProgress,
+    ReportResult,
     Requester,
     ScopeReply,
     ScopeRequest,
 )
+from sleuth_common.messages.jobs import ResultStatus
 from sleuth_common.subjects import Subjects
 
 __all__ = ["AUTHZ_UNAVAILABLE", "JobHandler"]
@@ -46,8 +62,44 @@ NO_IDENTITY = (
 )
 
 
+REPORT_MORE = "the full list follows"
+"""Where a report job's chat summary says the findings past its top ones are: the reporter posts
+every finding after the summary, in the same thread."""
+_PAYLOAD_MARGIN = 16 * 1024
+"""Bytes kept free below the server's max payload for headers and the result's other fields."""
+
+
 class ScopeUnavailable(Exception):
     pass
+
+
+def report_status(r: ReportResult) -> ResultStatus:
+    """A report's outcome as a job's: findings → ``diagnosed``, none → ``healthy``."""
+    if r.status == "denied":
+        return "denied"
+    if r.status == "error":
+        return "error"
+    return "diagnosed" if r.findings else "healthy"
+
+
+def fit_report(r: ReportResult, limit: int) -> ReportResult:
+    """``r`` with its least severe findings (and the objects not checked) dropped until it is at
+    most ``limit`` bytes as JSON, and a note saying how many; ``r`` itself when it fits."""
+    size = len(r.to_bytes())
+    findings, not_checked = list(r.findings), list(r.not_checked)
+    while size > limit and (findings or not_checked):
+        keep = max(0, int((len(findings) + len(not_checked)) * limit / size * 0.9))
+        not_checked = not_checked[: max(0, keep - len(findings))]
+        findings = findings[:keep]
+        cut = len(r.findings) - len(findings), len(r.not_checked) - len(not_checked)
+        note = (f"This report is cut to fit one message: {cut[0]} of its least severe finding(s) and "
+                f"{cut[1]} object(s) not checked are left out; the counts are of all of them.")
+        trimmed = r.model_copy(update={"findings": tuple(findings), "not_checked": tuple(not_checked),
+                                       "notes": (*r.notes, note)})
+        size = len(trimmed.to_bytes())
+        if size <= limit:
+            return trimmed
+    return r if size <= limit else r.model_copy(update={"findings": (), "not_checked": ()})
 
 
 class JobHandler:
@@ -204,12 +256,28 @@ class JobHandler:
             timeout = self.settings.authz.request_timeout
             with use_resolver(bus_resolver(self.nc, self.settings.prefix, timeout=timeout)), \
                     use_inventory(self._inventory):
-                result = await investigate(job, scope, self.settings, progress=progress, on_audit=audit)
-                if self.llm is not None:
-                    result, llm_run = await self.llm.run(
-                        job, scope, result, started=started, progress=progress, on_audit=audit
-                    )
+                if job.origin == "report":  # rules in code, never a model
+                    result = await self._report(job, scope, progress, audit)
+                else:
+                    result = await investigate(job, scope, self.settings, progress=progress, on_audit=audit)
+                    if self.llm is not None:
+                        result, llm_run = await self.llm.run(
+                            job, scope, result, started=started, progress=progress, on_audit=audit
+                        )
         return await self._publish(job, result, started, llm_run)
+
+    async def _report(self, job: InvestigationJob, scope: ScopeReply, progress: ProgressCallback,
+                      audit: AuditCallback) -> InvestigationResult:
+        """The best-practice report over ``scope`` (the asker's, intersected with every reader's)."""
+        made = await report(job, scope, self.settings, progress=progress, on_audit=audit,
+                            every_finding=REPORT_MORE if job.chat_target else EVERY_FINDING)
+        # The result carries the summary beside the report (which has it too).
+        room = (self.nc.max_payload or 1024 * 1024) - _PAYLOAD_MARGIN - len(made.answer_markdown.encode())
+        made = fit_report(made, max(64 * 1024, room))
+        return InvestigationResult(
+            job_id=job.id, user=job.requester.user, status=report_status(made),
+            answer_markdown=made.answer_markdown, tool_calls=made.tool_calls, report=made,
+        )
 
     def _reply_subject(self, job: InvestigationJob) -> str:
         """Where the answer goes: the job's done subject, or the alerts results subject of this

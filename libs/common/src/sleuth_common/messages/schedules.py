@@ -60,9 +60,9 @@ class ScheduleRequest(Message):
     members: tuple[Requester, ...] = ()
     """Everyone who reads ``target``, as the gateway resolved them, the asker included. Empty for
     a private conversation (``conversation:<user>``: only the asker reads it). A ``create`` in any
-    other target without them is refused: the answers must fit every reader. A ``create`` or
-    ``list`` that carries them also replaces the readers stored with the target's schedules
-    (someone joined or left)."""
+    other target without them is refused: the answers must fit every reader. Any command in a
+    channel that carries them also replaces the readers stored with all of that channel's
+    schedules (someone joined or left): send them with every command."""
     text: str = ""
     """``create``: everything after the word ``schedule`` (the timing, then the question)."""
     id: str = ""

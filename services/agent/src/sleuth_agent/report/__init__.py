@@ -10,10 +10,11 @@ thresholds are data in ``thresholds.yaml``. To add one: a module with a check an
 from sleuth_agent.report._collect import Reads, collect
 from sleuth_agent.report._model import Inventory, K8sObject
 from sleuth_agent.report._registry import RULES, Hit, Outcome, Rule, load_rules, rule, run_rules
-from sleuth_agent.report._render import render
+from sleuth_agent.report._render import EVERY_FINDING, render
 from sleuth_agent.report._run import ProgressCallback, report
 
 __all__ = [
+    "EVERY_FINDING",
     "RULES",
     "Hit",
     "Inventory",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sleuth_common.messages import SEVERITIES, Finding, ReportResult
 
-__all__ = ["TOP", "render"]
+__all__ = ["EVERY_FINDING", "TOP", "render"]
 
 TOP = 12
 """Findings written out in the chat answer (``--json`` and the result carry all of them)."""
@@ -34,7 +34,11 @@ def _finding(i: int, f: Finding) -> str:
     return f"{i}. **{f.severity}** · {where} · `{f.rule}`: {f.why}\n{_fix(f.fix)}"
 
 
-def render(result: ReportResult, subjects: int = 0) -> str:
+EVERY_FINDING = "`sleuth report --json` lists every finding"
+"""Where the findings past the top ones are (the CLI's; the reporter's posts say their own)."""
+
+
+def render(result: ReportResult, subjects: int = 0, *, every_finding: str = EVERY_FINDING) -> str:
     if result.status == "denied":
         return result.answer_markdown
     counts = ", ".join(f"{result.counts.get(s, 0)} {s}" for s in SEVERITIES)
@@ -51,7 +55,7 @@ def render(result: ReportResult, subjects: int = 0) -> str:
         lines += ["", f"**Top findings**{f' ({TOP} of {n})' if n > TOP else ''}", ""]
         lines += [_finding(i, f) for i, f in enumerate(result.findings[:TOP], 1)]
         if n > TOP:
-            lines += ["", f"… and {n - TOP} more (`sleuth report --json` lists every finding)."]
+            lines += ["", f"… and {n - TOP} more ({every_finding})."]
     elif result.clusters:
         lines += ["", "No rule found anything to fix in what you can read."]
     if result.not_checked:

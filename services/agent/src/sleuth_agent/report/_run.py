@@ -13,7 +13,7 @@ from sleuth_agent.rca._plan import pick_clusters
 from sleuth_agent.report._collect import Reads, collect
 from sleuth_agent.report._model import TEMPLATE_KINDS, Inventory
 from sleuth_agent.report._registry import Outcome, load_rules, run_rules
-from sleuth_agent.report._render import render
+from sleuth_agent.report._render import EVERY_FINDING, TOP, render
 from sleuth_agent.settings import Settings
 from sleuth_agent.tools import open_cluster_tools
 from sleuth_common.mcp import AuditCallback, ClusterTools
@@ -39,11 +39,13 @@ async def report(
     progress: ProgressCallback | None = None,
     on_audit: AuditCallback | None = None,
     tools_factory: ToolsFactory | None = None,
+    every_finding: str = EVERY_FINDING,
 ) -> ReportResult:
     """The best-practice report for the asker of ``job`` over everything ``scope`` lets them read
     (``job.clusters`` narrows the clusters). Never raises for tool or server failures: what could
     not be read is in ``notes`` and ``not_checked``. On overrunning the deadline (the job's,
-    capped by ``settings.agent.default_deadline``) the rules still run over what was read."""
+    capped by ``settings.agent.default_deadline``) the rules still run over what was read.
+    ``every_finding`` says where the findings past the top ones shown in the summary are."""
     started = time.monotonic()
     progress = progress or _noop
     user = job.requester.user
@@ -112,7 +114,9 @@ async def report(
     )
     await progress("writing", "writing the report")
     subjects = sum(inv.count() for inv, _ in runs)
-    return _finish(result.model_copy(update={"answer_markdown": render(result, subjects)}), started)
+    markdown = render(result, subjects, every_finding=every_finding)
+    shown = min(TOP, len(findings))
+    return _finish(result.model_copy(update={"answer_markdown": markdown, "shown": shown}), started)
 
 
 def _finish(result: ReportResult, started: float) -> ReportResult:
