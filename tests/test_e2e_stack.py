@@ -7,10 +7,11 @@ agent and gateway: the same processes `make run` starts, on free ports.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -221,6 +222,49 @@ def test_mattermost_answers_fit_everyone_who_reads_them(stack: Stack, chat: Chat
     edits = [c.body for p in said for c in chat.mm.calls("PUT", f"/api/v4/posts/{p['id']}/patch")]
     assert said and edits
     assert_no_names([said, edits], team_a | team_b)
+
+
+def _conversation_until(stack: Stack, user: str, found: Callable[[str], bool], within: float = 40.0) -> str:
+    """``user``'s conversation as text once ``found`` says it holds what we wait for."""
+    deadline = time.monotonic() + within
+    while True:
+        r = httpx.get(f"{stack.gateway_url}/v1/conversation",
+                      headers={"Authorization": f"Bearer {stack.token(user)}"}, timeout=10)
+        text = json.dumps(r.json()["messages"])
+        if found(text) or time.monotonic() > deadline:
+            return text
+        time.sleep(0.2)
+
+
+def test_schedules_and_reports_in_the_web_chat(stack: Stack, demo_snapshot: Path) -> None:
+    """Issue 14's walk-through: alice schedules a question every 5 minutes, sees it, runs it now
+    and removes it; bob sees none of hers; ``report`` as alice lists team-a findings and nothing
+    of team-b; as carol it covers the cluster."""
+    team_a, team_b = tenant_names(demo_snapshot, "team-a"), tenant_names(demo_snapshot, "team-b")
+    made = ask(stack, "alice", "schedule every 5 minutes what is failing in team-a?").json()["answer"]
+    match = re.search(r"`([a-z2-9]{10})`", made)
+    assert match, made
+    sid = match.group(1)
+    assert sid in ask(stack, "alice", "schedules").json()["answer"]
+    assert sid not in ask(stack, "bob", "schedules").json()["answer"]
+    assert sid not in ask(stack, "bob", f"run {sid}").json()["answer"].replace(f"`{sid}`", "")
+    ask(stack, "alice", f"run {sid}")
+    ran = _conversation_until(stack, "alice", lambda t: "checkout-api" in t and sid in t)
+    assert "checkout-api" in ran, ran
+    assert_no_names(ran, team_b)
+    assert ask(stack, "alice", f"unschedule {sid}").status_code == 200
+    assert sid not in ask(stack, "alice", "schedules").json()["answer"]
+
+    started = time.perf_counter()
+    assert ask(stack, "alice", "report").status_code == 200
+    mine = _conversation_until(stack, "alice", lambda t: "single_replica" in t or "Findings" in t or "finding" in t)
+    print(f"\nreport for alice through the stack: {time.perf_counter() - started:.2f} s")
+    assert "payments-worker" in mine, mine
+    assert_no_names(mine, team_b)
+    assert ask(stack, "carol", "report").status_code == 200
+    everyone = _conversation_until(stack, "carol", lambda t: "kube-system" in t or "monitoring" in t)
+    assert "kube-system" in everyone or "monitoring" in everyone, everyone
+    assert any(n in everyone for n in team_a) and any(n in everyone for n in team_b)
 
 
 def test_bad_input_gets_clear_errors(stack: Stack) -> None:

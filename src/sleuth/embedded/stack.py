@@ -276,7 +276,8 @@ class Stack:
             "authz_cache": {"host": h, "metrics_port": p.authz_metrics},
             "agent": {"host": h, "metrics_port": p.agent_metrics},
             # the scheduler runs here: the gateway offers its commands
-            "gateway": {"host": h, "port": p.gateway, "channels": self._demo_channels(), "schedules": True},
+            "gateway": {"host": h, "port": p.gateway, "channels": self._demo_channels(), "schedules": True,
+                        "reports": True},
             "alerts": {"host": h, "port": p.alerts, "routes": self._demo_routes()},
             "scheduler": {"host": h, "port": p.scheduler},
             "reporter": {"host": h, "port": p.reporter},
