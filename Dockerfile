@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1.7
 # One image for every Sleuth service: `docker run IMAGE sleuth-gateway` (or sleuth-agent,
-# sleuth-authz-cache, sleuth-alerts, sleuth-kube-mcp, sleuth-simcluster, sleuth).
+# sleuth-authz-cache, sleuth-alerts, sleuth-scheduler, sleuth-reporter, sleuth-kube-mcp,
+# sleuth-simcluster, sleuth).
 # The install step is the one `make install` runs (`uv sync --frozen --all-packages` from uv.lock),
 # without the dev group and with the workspace installed as wheels; tests/test_dockerfile.py runs
 # these RUN steps in a scratch directory to keep them honest (no Docker engine is needed for that).

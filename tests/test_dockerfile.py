@@ -16,7 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 UV = ROOT / ".venv" / "bin" / "uv"
-SERVICES = ("sleuth-gateway", "sleuth-agent", "sleuth-authz-cache", "sleuth-alerts", "sleuth-kube-mcp", "sleuth-simcluster", "sleuth")
+SERVICES = ("sleuth-gateway", "sleuth-agent", "sleuth-authz-cache", "sleuth-alerts", "sleuth-scheduler",
+            "sleuth-reporter", "sleuth-kube-mcp", "sleuth-simcluster", "sleuth")
 
 
 def _stages() -> list[list[tuple[str, str]]]:

@@ -16,6 +16,7 @@ SECRET_NAMES = {
     "auth": "prod-bus-passwords",
     "cluster": "prod-2-authz-reviewer-token",
     "chat": "prod-chat-bot-tokens",
+    "smtp": "prod-smtp-relay-password",
 }
 
 # A private CA for the Mattermost server (public, so it may be in a ConfigMap).
@@ -40,6 +41,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "authzCache": {"replicas": 1},
         "alerts": {"replicas": 1},
         "kubeMcp": {"replicas": 1},
+        "scheduler": {"replicas": 1},
+        "reporter": {"replicas": 1},
         "networkPolicy": {"enabled": False},
     },
     # Everything a production install turns on.
@@ -76,6 +79,15 @@ PROFILES: dict[str, dict[str, Any]] = {
         },
         "agent": {"autoscaling": {"keda": {"enabled": True, "minReplicas": 1, "maxReplicas": 20}}},
         "authzCache": {"rbac": {"ipIndex": True}},
+        "scheduler": {"replicas": 3},
+        # Reports emailed through a server with a login (implicit TLS on 465).
+        "smtp": {"existingSecret": SECRET_NAMES["smtp"], "passwordKey": "smtp-pass-prod"},
+        "reporter": {
+            "smtp": {"host": "smtp.example.com", "port": 465, "tls": True, "from": "Sleuth <sleuth@example.com>",
+                     "user": "sleuth-prod"},
+            "emails": {"web:team-a-alerts": ["team-a@example.com"],
+                       "mattermost:4xp9fdt7pbgium38k5k6w95oqr": ["platform@example.com", "sre@example.com"]},
+        },
         "kubeMcp": {"impersonate": {"groups": ["team-a", "team-b", "platform-admins"]}},
         "extraClusters": [{
             "name": "prod-2",
@@ -107,7 +119,26 @@ PROFILES: dict[str, dict[str, Any]] = {
     },
     # kube-mcp also reads with the caller's own token; no read-only ClusterRole of its own.
     "caller-token": {"kubeMcp": {"readWithCallerToken": True}},
+    # Neither the scheduler nor the reporter (their commands off, their issuers not trusted); the
+    # SMTP settings and Secret, left over, reach nobody.
+    "no-schedules-reports": {
+        "scheduler": {"enabled": False},
+        "reporter": {"enabled": False, "smtp": {"host": "smtp.example.com", "from": "sleuth@example.com",
+                                                "user": "sleuth"}},
+        "smtp": {"existingSecret": "sleuth-smtp"},
+    },
 }
+
+
+def runs(values: dict[str, Any], service: str) -> bool:
+    """Whether a profile's values run the scheduler or the reporter (both on by default)."""
+    return bool(values.get(service, {}).get("enabled", True))
+
+
+def components(values: dict[str, Any]) -> set[str]:
+    """The services (Deployments, by component label) a profile's values run."""
+    return {"gateway", "authz-cache", "agent", "alerts", "kube-mcp"} | {
+        s for s in ("scheduler", "reporter") if runs(values, s)}
 
 
 @pytest.fixture(scope="session")

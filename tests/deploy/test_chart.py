@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from sleuth_common.config import load_settings
 from tests.deploy.chart import CHART_DIR, find, load_chart, render_chart, render_notes, service_config
-from tests.deploy.conftest import MATTERMOST_CA, PROFILES
+from tests.deploy.conftest import MATTERMOST_CA, PROFILES, SECRET_NAMES, components
 
 Obj = dict[str, Any]
 
@@ -38,16 +38,18 @@ KEDA_SPEC_KEYS = {
 # -- every profile renders, and every object is valid Kubernetes 1.30 ------------------------------
 
 EXPECTED = {
-    "defaults": {"HorizontalPodAutoscaler": 1, "ScaledObject": 0, "Deployment": 5, "Service": 5,
-                 "ServiceAccount": 5, "PodDisruptionBudget": 5, "NetworkPolicy": 6, "ClusterRole": 3,
+    "defaults": {"HorizontalPodAutoscaler": 1, "ScaledObject": 0, "Deployment": 7, "Service": 7,
+                 "ServiceAccount": 7, "PodDisruptionBudget": 7, "NetworkPolicy": 6, "ClusterRole": 3,
                  "ClusterRoleBinding": 3, "ConfigMap": 1, "Ingress": 0},
-    "external": {"HorizontalPodAutoscaler": 1, "NetworkPolicy": 4, "PodDisruptionBudget": 5},
+    "external": {"HorizontalPodAutoscaler": 1, "NetworkPolicy": 4, "PodDisruptionBudget": 7},
     "keda": {"HorizontalPodAutoscaler": 0, "ScaledObject": 1},
     "fixed": {"HorizontalPodAutoscaler": 0, "ScaledObject": 0, "PodDisruptionBudget": 0, "NetworkPolicy": 0},
     "everything": {"ScaledObject": 1, "Ingress": 2, "NetworkPolicy": 7, "ConfigMap": 3,
-                   "PodDisruptionBudget": 4, "ClusterRole": 3},
-    "mattermost": {"Deployment": 5, "ConfigMap": 1, "NetworkPolicy": 6},
+                   "PodDisruptionBudget": 6, "ClusterRole": 3},
+    "mattermost": {"Deployment": 7, "ConfigMap": 1, "NetworkPolicy": 6},
     "caller-token": {"ClusterRole": 2, "ClusterRoleBinding": 2},
+    "no-schedules-reports": {"Deployment": 5, "Service": 5, "ServiceAccount": 5, "PodDisruptionBudget": 5,
+                             "ConfigMap": 1},
 }
 
 
@@ -67,7 +69,9 @@ def test_every_profile_renders_the_expected_objects(profile: tuple[str, list[Obj
     names = [(o["kind"], o["metadata"]["name"]) for o in objects]
     assert len(names) == len(set(names)), f"duplicate objects in {name}"
     deployments = {o["metadata"]["name"] for o in find(objects, "Deployment")}
-    assert deployments == {f"sleuth-{s}" for s in ("gateway", "authz-cache", "agent", "alerts", "kube-mcp")}
+    assert deployments == {f"sleuth-{s}" for s in components(PROFILES[name])}
+    accounts = {o["metadata"]["name"] for o in find(objects, "ServiceAccount")}
+    assert accounts == deployments, f"{name}: one ServiceAccount per Deployment"
 
 
 def test_every_object_is_valid_kubernetes_1_30(profile: tuple[str, list[Obj]]) -> None:
@@ -151,9 +155,12 @@ def _service_models() -> dict[str, type[BaseModel]]:
     from sleuth_authz_cache.settings import Settings as AuthzSettings
     from sleuth_gateway.settings import Settings as GatewaySettings
     from sleuth_kube_mcp.settings import Settings as KubeMcpSettings
+    from sleuth_reporter.settings import Settings as ReporterSettings
+    from sleuth_scheduler.settings import Settings as SchedulerSettings
 
     return {"gateway": GatewaySettings, "authz-cache": AuthzSettings, "agent": AgentSettings,
-            "alerts": AlertsSettings, "kube-mcp": KubeMcpSettings}
+            "alerts": AlertsSettings, "kube-mcp": KubeMcpSettings, "scheduler": SchedulerSettings,
+            "reporter": ReporterSettings}
 
 
 def _model_paths(model: type[BaseModel], prefix: str, known: set[str], open_: set[str]) -> None:
@@ -214,7 +221,7 @@ def test_config_has_the_shape_the_local_stack_writes(rendered: dict[str, list[Ob
     """Same sections and in-cluster wiring as src/sleuth/embedded/stack.py _write_config."""
     cfg = service_config(rendered["defaults"])
     assert {"prefix", "nats", "redis", "logging", "clusters", "identity", "kube_mcp", "authz_cache",
-            "agent", "gateway", "alerts", "jetstream"} == set(cfg)
+            "agent", "gateway", "alerts", "scheduler", "reporter", "jetstream"} == set(cfg)
     assert cfg["nats"] == {"url": "nats://sleuth-nats:4222"}
     assert cfg["redis"] == {"url": "redis://sleuth-redis:6379/0"}
     assert cfg["jetstream"] == {"replicas": 1}
@@ -229,16 +236,99 @@ def test_config_has_the_shape_the_local_stack_writes(rendered: dict[str, list[Ob
         "verify_key_files": ["/etc/sleuth/identity/agent.pub"],
         "job_issuers": {"sleuth-authz": ["/etc/sleuth/identity/authz.pub"],
                         "sleuth-alerts": ["/etc/sleuth/identity/alerts.pub"],
-                        "sleuth-chat": ["/etc/sleuth/identity/chat.pub"]},
+                        "sleuth-chat": ["/etc/sleuth/identity/chat.pub"],
+                        "sleuth-scheduler": ["/etc/sleuth/identity/scheduler.pub"],
+                        "sleuth-reporter": ["/etc/sleuth/identity/reporter.pub"]},
     }
     listeners = {"gateway": ("port", 8080), "alerts": ("port", 8090), "kube_mcp": ("port", 8181),
-                 "authz_cache": ("metrics_port", 9101), "agent": ("metrics_port", 9102)}
+                 "authz_cache": ("metrics_port", 9101), "agent": ("metrics_port", 9102),
+                 "scheduler": ("port", 8091), "reporter": ("port", 9104)}
     for section, (key, port) in listeners.items():
         assert (cfg[section]["host"], cfg[section][key]) == ("0.0.0.0", port), section
     kube = cfg["kube_mcp"]
     assert (kube["kubeconfig"], kube["service_account_dir"]) == ("", "/var/run/secrets/sleuth/kube")
     assert (kube["require_identity"], kube["accept_caller_token"]) == (True, False)
     assert "llm" not in cfg["agent"], "no model unless one is configured"
+    # The scheduler and the reporter run: the gateway offers their commands. No email by default.
+    assert (cfg["gateway"]["schedules"], cfg["gateway"]["reports"]) == (True, True)
+    assert cfg["reporter"] == {"host": "0.0.0.0", "port": 9104, "emails": {}}
+
+
+def _settings(objects: list[Obj], service: str, tmp_path: Path) -> Any:
+    """The service's own settings, loaded from the rendered ConfigMap as the pod loads them."""
+    path = tmp_path / "sleuth.yaml"
+    (cm,) = find(objects, "ConfigMap", "sleuth-config")
+    path.write_text(cm["data"]["sleuth.yaml"])
+    return load_settings(_service_models()[service], path)  # type: ignore[type-var]
+
+
+JOB_ISSUERS = {"scheduler": "sleuth-scheduler", "reporter": "sleuth-reporter"}
+
+
+def test_the_scheduler_and_the_reporter_follow_enabled(profile: tuple[str, list[Obj]], tmp_path: Path) -> None:
+    """Each runs with its own settings on its port; the gateway offers its commands and the agent
+    trusts its issuer exactly when it runs."""
+    name, objects = profile
+    running = components(PROFILES[name])
+    gateway = _settings(objects, "gateway", tmp_path).gateway
+    assert (gateway.schedules, gateway.reports) == ("scheduler" in running, "reporter" in running), name
+    issuers = _settings(objects, "agent", tmp_path).identity.job_issuers
+    cfg = service_config(objects)
+    for service, issuer in JOB_ISSUERS.items():
+        if service in running:
+            assert issuers[issuer] == [f"/etc/sleuth/identity/{service}.pub"], name
+            own = getattr(_settings(objects, service, tmp_path), service)
+            assert (own.host, own.port) == ("0.0.0.0", {"scheduler": 8091, "reporter": 9104}[service])
+        else:
+            assert issuer not in issuers and service not in cfg, f"{name}: {service} is off"
+    from sleuth_reporter.asking import REPORTER_ISSUER
+    from sleuth_scheduler.firing import SCHEDULER_ISSUER
+
+    assert (JOB_ISSUERS["scheduler"], JOB_ISSUERS["reporter"]) == (SCHEDULER_ISSUER, REPORTER_ISSUER)
+
+
+def test_the_reporter_loads_the_mail_server_as_given(rendered: dict[str, list[Obj]], tmp_path: Path) -> None:
+    values = PROFILES["everything"]["reporter"]
+    reporter = _settings(rendered["everything"], "reporter", tmp_path).reporter
+    smtp = reporter.smtp
+    assert smtp.enabled
+    assert (smtp.host, smtp.port, smtp.tls, smtp.sender, smtp.user) == (
+        "smtp.example.com", 465, True, "Sleuth <sleuth@example.com>", "sleuth-prod")
+    assert smtp.password_file == "/etc/sleuth/smtp/password"
+    assert smtp.password_env == "SLEUTH_SMTP_PASSWORD", "the default: no pod has it, so the file is read"
+    assert reporter.emails == values["emails"]
+    assert reporter.addresses("web:team-a-alerts") == ["team-a@example.com"]
+    written = set(service_config(rendered["everything"])["reporter"]["smtp"])
+    assert written == {"host", "port", "starttls", "tls", "sender", "user", "password_file"}
+    # By default: no server, no email.
+    assert not _settings(rendered["defaults"], "reporter", tmp_path).reporter.smtp.enabled
+
+
+def test_a_relay_without_login_needs_no_password(tmp_path: Path) -> None:
+    objects = render_chart({"reporter": {"smtp": {"host": "mail-relay.mail.svc", "port": 25, "starttls": False,
+                                                  "from": "sleuth@example.com"}}})
+    smtp = _settings(objects, "reporter", tmp_path).reporter.smtp
+    assert smtp.enabled and (smtp.host, smtp.port, smtp.starttls, smtp.user) == ("mail-relay.mail.svc", 25, False, "")
+    assert smtp.password_file == ""
+    (reporter,) = find(objects, "Deployment", "sleuth-reporter")
+    assert "smtp" not in {v["name"] for v in reporter["spec"]["template"]["spec"]["volumes"]}
+
+
+def test_the_mail_server_goes_through_its_values_not_config() -> None:
+    """Through ``config`` the chart would not mount the password: it says where the setting goes."""
+    with pytest.raises(helm_python.HelmRenderError, match=r"config\.reporter\.smtp\.host: set reporter\.smtp\.host"):
+        render_chart({"config": {"reporter": {"smtp": {"host": "smtp.example.com", "sender": "s@example.com"}}}})
+    # Other reporter settings do go through `config`, merged with the values.
+    cfg = service_config(render_chart({**PROFILES["everything"], "config": {
+        "reporter": {"email_attempts": 8, "smtp": {"timeout": 40}}, "scheduler": {"default_tz": "Europe/Berlin"}}}))
+    assert (cfg["reporter"]["email_attempts"], cfg["reporter"]["smtp"]["timeout"]) == (8, 40)
+    assert cfg["reporter"]["smtp"]["host"] == "smtp.example.com"
+    assert cfg["scheduler"] == {"host": "0.0.0.0", "port": 8091, "default_tz": "Europe/Berlin"}
+
+
+def test_smtp_secrets_are_refused_in_config() -> None:
+    with pytest.raises(helm_python.HelmRenderError, match=r"config\.reporter\.smtp\.password looks like a secret"):
+        render_chart({"config": {"reporter": {"smtp": {"password": "hunter2"}}}})
 
 
 def test_external_and_everything_config(rendered: dict[str, list[Obj]]) -> None:
@@ -373,7 +463,18 @@ def test_config_null_removes_a_key() -> None:
         ({"nats": {"enabled": False}}, "at '/externalNats/url': minLength"),
         ({"redis": {"enabled": False}}, "at '/externalRedis/url': minLength"),
         ({"image": {"tag": "latest"}}, "at '/image/tag'"),
-        ({"scheduler": {"enabled": True}}, "at '/scheduler/enabled'"),
+        ({"scheduler": {"enabled": "yes"}}, "at '/scheduler/enabled'"),
+        ({"scheduler": {"replica": 2}}, "at '/scheduler': additional properties 'replica' not allowed"),
+        ({"reporter": {"smtp": {"hots": "smtp.example.com"}}}, "additional properties 'hots' not allowed"),
+        ({"reporter": {"smtp": {"host": "smtp.example.com"}}}, "at '/reporter/smtp/from'"),
+        ({"reporter": {"smtp": {"host": "smtp.example.com:587", "from": "s@example.com"}}}, "at '/reporter/smtp/host'"),
+        ({"reporter": {"smtp": {"host": "smtp.example.com", "from": "s@example.com", "user": "sleuth"}}},
+         "at '/smtp/existingSecret'"),
+        ({"reporter": {"emails": {"web:team-a": ["team-a@example.com"]}}}, "at '/reporter/smtp/host'"),
+        ({"reporter": {"emails": {"web:team-a": ["team-a"]}, "smtp": {"host": "smtp.example.com", "from": "s@example.com"}}},
+         "at '/reporter/emails/web:team-a/0'"),
+        ({"reporter": {"smtp": {"port": 0}}}, "at '/reporter/smtp/port'"),
+        ({"smtp": {"passwordKey": ""}}, "at '/smtp/passwordKey'"),
         ({"gateway": {"resources": {"requests": {"memory": None}}}}, "missing property 'memory'"),
         ({"gateway": {"mattermost": {"url": "chat.example.com"}}}, "at '/gateway/mattermost/url'"),
         ({"gateway": {"mattermost": {"peple": []}}}, "additional properties 'peple' not allowed"),
@@ -456,6 +557,19 @@ def test_notes_say_where_to_go_and_how_to_sign_in(rendered: dict[str, list[Obj]]
     notes = render_notes(PROFILES["mattermost"])
     assert "the Secret sleuth-chat with the Mattermost bot account's access token under key\n    mattermost-token" in notes
     assert "kubectl -n sleuth rollout restart deployment/sleuth-gateway" in notes
+
+
+def test_notes_say_what_to_say_in_chat_and_how_reports_are_sent() -> None:
+    notes = render_notes({})
+    assert "schedule every weekday at 09:00" in notes and "report " in notes
+    assert "Reports go to chat only: set reporter.smtp.* and reporter.emails to email them." in notes
+    assert "lacks scheduler.key/reporter.key: run the same command" in notes
+    notes = render_notes(PROFILES["everything"])
+    assert "Reports are also emailed through smtp.example.com:465" in notes
+    assert f"the Secret {SECRET_NAMES['smtp']} with the password of sleuth-prod under key smtp-pass-prod" in notes
+    notes = render_notes(PROFILES["no-schedules-reports"])
+    assert "Say in chat" not in notes and "scheduler.key" not in notes
+    assert "sleuth-smtp" not in notes, "the SMTP Secret is not needed while the reporter is off"
 
 
 def test_make_chart_renders_like_helm_template_and_refuses_a_typo(tmp_path, capsys) -> None:

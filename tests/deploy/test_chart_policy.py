@@ -11,14 +11,21 @@ import pytest
 
 from sleuth_kube_mcp.kube._kinds import BUILTIN_KINDS
 from tests.deploy.chart import containers, find, render_chart, service_config
-from tests.deploy.conftest import PROFILES, SECRET_NAMES
+from tests.deploy.conftest import PROFILES, SECRET_NAMES, components
 
 Obj = dict[str, Any]
 
-SERVICES = ("gateway", "authz-cache", "agent", "alerts", "kube-mcp")
-PORTS = {"gateway": 8080, "alerts": 8090, "kube-mcp": 8181, "authz-cache": 9101, "agent": 9102}
-SIGNER = {"agent": "agent", "authz-cache": "authz", "alerts": "alerts", "gateway": "chat", "kube-mcp": None}
+SERVICES = ("gateway", "authz-cache", "agent", "alerts", "kube-mcp", "scheduler", "reporter")
+PORTS = {"gateway": 8080, "alerts": 8090, "kube-mcp": 8181, "authz-cache": 9101, "agent": 9102,
+         "scheduler": 8091, "reporter": 9104}
+SIGNER = {"agent": "agent", "authz-cache": "authz", "alerts": "alerts", "gateway": "chat", "kube-mcp": None,
+          "scheduler": "scheduler", "reporter": "reporter"}
 PUBLIC_KEYS = {"agent.pub", "authz.pub", "alerts.pub", "chat.pub"}
+"""Every pod's public keys; the agent also gets those of the job issuers that run (TRUSTED)."""
+TRUSTED = {"scheduler": "scheduler.pub", "reporter": "reporter.pub"}
+JOB_ISSUERS = {"gateway": "sleuth-chat", "scheduler": "sleuth-scheduler", "reporter": "sleuth-reporter",
+               "alerts": "sleuth-alerts", "authz-cache": "sleuth-authz"}
+BUS = {"gateway", "authz-cache", "agent", "alerts", "scheduler", "reporter"}
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection", "bind", "escalate", "approve", "sign", "*"}
 KUBE_API_DIR = "/var/run/secrets/sleuth/kube"
 
@@ -204,7 +211,8 @@ def test_each_pod_gets_only_its_own_private_key(profile: tuple[str, list[Obj]]) 
         files = {i["key"] for i in volume["items"]}
         assert all(i["key"] == i["path"] for i in volume["items"])
         signer = SIGNER[component]
-        assert files == PUBLIC_KEYS | ({f"{signer}.key"} if signer else set()), f"{name}/{component}"
+        trusted = {TRUSTED[s] for s in TRUSTED if s in components(PROFILES[name])} if component == "agent" else set()
+        assert files == PUBLIC_KEYS | trusted | ({f"{signer}.key"} if signer else set()), f"{name}/{component}"
         env = _env(c)
         if signer:
             assert env["SLEUTH_IDENTITY__SIGNING_KEY_FILE"]["value"] == f"/etc/sleuth/identity/{signer}.key"
@@ -234,19 +242,58 @@ def _secret_keys_seen(dep: Obj, secret: str) -> set[str]:
     return seen
 
 
-def test_only_the_gateway_reads_the_chat_key_and_the_agent_trusts_it(profile: tuple[str, list[Obj]]) -> None:
-    """The gateway signs job identities for the chat users it maps (issuer ``sleuth-chat``): its
-    private key is in no other pod, and the agent verifies with the public half, bound to that
-    issuer."""
+@pytest.mark.parametrize("signer", sorted(JOB_ISSUERS))
+def test_only_each_job_signer_reads_its_key_and_the_agent_trusts_it(signer: str, profile: tuple[str, list[Obj]]) -> None:
+    """The gateway (chat users it maps, ``sleuth-chat``), the scheduler (a schedule's owner,
+    ``sleuth-scheduler``), the reporter (a report's asker, ``sleuth-reporter``), alerts and
+    authz-cache sign job identities for the agent: each private key is readable by its own pod
+    only, by any route (no pod reads the whole Secret), and the agent verifies with the public
+    half, bound to that one issuer. A signer that does not run has no key anywhere and no trust."""
     name, objects = profile
     secret = SECRET_NAMES["identity"] if name == "everything" else "sleuth-identity"
     seen = {component: _secret_keys_seen(dep, secret) for component, dep in _deployments(objects).items()}
-    assert {c for c, keys in seen.items() if keys & {"chat.key", "*"}} == {"gateway"}, f"{name}: {seen}"
-    assert "chat.pub" in seen["agent"]
-    identity = service_config(objects)["identity"]
-    assert identity["job_issuers"]["sleuth-chat"] == ["/etc/sleuth/identity/chat.pub"]
-    assert all("/etc/sleuth/identity/chat.pub" not in paths
-               for issuer, paths in identity["job_issuers"].items() if issuer != "sleuth-chat")
+    assert not any("*" in keys for keys in seen.values()), f"{name}: {seen}"
+    key, pub, issuer = f"{SIGNER[signer]}.key", f"/etc/sleuth/identity/{SIGNER[signer]}.pub", JOB_ISSUERS[signer]
+    issuers = service_config(objects)["identity"]["job_issuers"]
+    if signer not in components(PROFILES[name]):
+        assert not any(key in keys for keys in seen.values()) and issuer not in issuers, name
+        return
+    assert {c for c, keys in seen.items() if key in keys} == {signer}, f"{name}: {seen}"
+    assert pub.rsplit("/", 1)[1] in seen["agent"]
+    assert issuers[issuer] == [pub]
+    assert [i for i, paths in issuers.items() if pub in paths] == [issuer], "one issuer per key"
+
+
+def _smtp_secret(name: str) -> tuple[str, str]:
+    """(smtp.existingSecret, smtp.passwordKey) of a profile."""
+    smtp = PROFILES[name].get("smtp", {})
+    return smtp.get("existingSecret", ""), smtp.get("passwordKey", "password")
+
+
+def test_only_the_reporter_reads_the_smtp_password(profile: tuple[str, list[Obj]]) -> None:
+    """The SMTP password reaches the reporter only, by its one key, as the file the config names,
+    and only when the reporter logs in to a server; no other pod can read the Secret by any route."""
+    name, objects = profile
+    secret, key = _smtp_secret(name)
+    deployments = _deployments(objects)
+    smtp = service_config(objects).get("reporter", {}).get("smtp", {})
+    if not smtp.get("user"):
+        assert not secret or all(_secret_keys_seen(d, secret) == set() for d in deployments.values()), name
+        for component, dep in deployments.items():
+            assert "smtp" not in {v["name"] for v in _pod(dep)["volumes"]}, f"{name}/{component}"
+        return
+    seen = {component: _secret_keys_seen(dep, secret) for component, dep in deployments.items()}
+    assert seen == {c: ({key} if c == "reporter" else set()) for c in deployments}, f"{name}: {seen}"
+    reporter = deployments["reporter"]
+    (c,) = containers(reporter)
+    password_file = smtp["password_file"]
+    (mount,) = [m for m in c["volumeMounts"] if password_file.startswith(m["mountPath"].rstrip("/") + "/")]
+    assert mount["readOnly"] is True
+    volume = next(v for v in _pod(reporter)["volumes"] if v["name"] == mount["name"])["secret"]
+    assert volume["secretName"] == secret and volume["defaultMode"] == 0o440
+    assert volume["items"] == [{"key": key, "path": password_file[len(mount["mountPath"].rstrip("/")) + 1:]}]
+    # Nothing in the pod's environment overrides the file (password_env wins over password_file).
+    assert smtp.get("password_env", "SLEUTH_SMTP_PASSWORD") not in _env(c)
 
 
 def _chat_secret(name: str) -> tuple[str, str, str]:
@@ -296,6 +343,15 @@ def test_the_chat_secret_is_not_mounted_without_the_bot() -> None:
     assert seen == {s: ({"mattermost-token"} if s == "gateway" else set()) for s in SERVICES}
 
 
+def test_the_smtp_secret_is_not_mounted_without_a_login() -> None:
+    """A relay without a login gets no password; the Secret alone mounts nothing."""
+    relay = {"reporter": {"smtp": {"host": "relay.mail.svc", "port": 25, "starttls": False, "from": "sleuth@example.com"}},
+             "smtp": {"existingSecret": "sleuth-smtp"}}
+    for values in ({"smtp": {"existingSecret": "sleuth-smtp"}}, relay):
+        objects = render_chart(values)
+        assert all(_secret_keys_seen(d, "sleuth-smtp") == set() for d in find(objects, "Deployment"))
+
+
 def test_the_mattermost_bot_can_connect_out(rendered: dict[str, list[Obj]]) -> None:
     """The bot connects to Mattermost (HTTPS and its WebSocket) and Mattermost never calls in:
     the release's policies restrict ingress only, and open nothing new for it."""
@@ -337,7 +393,7 @@ def test_secrets_appear_only_as_references(rendered: dict[str, list[Obj]]) -> No
     volumes of the pods that use them, never in a ConfigMap or a literal env value."""
     objects = rendered["everything"]
     sentinels = [*SECRET_NAMES.values(), "sk-live-key", "route-team-a-token", "route-platform-token",
-                 "mm-bot-token-prod", "people-api-token-prod"]
+                 "mm-bot-token-prod", "people-api-token-prod", "smtp-pass-prod"]
     for cm in find(objects, "ConfigMap"):
         for text in _strings(cm["data"]):
             assert not any(s in text for s in sentinels), f"{cm['metadata']['name']} names a secret"
@@ -351,8 +407,7 @@ def test_secrets_appear_only_as_references(rendered: dict[str, list[Obj]]) -> No
                 ref = e["valueFrom"]["secretKeyRef"]
                 refs.setdefault(component, set()).add((e["name"], f"{ref['name']}/{ref['key']}"))
     auth = SECRET_NAMES["auth"]
-    bus = {"gateway", "authz-cache", "agent", "alerts"}
-    for component in bus:
+    for component in BUS:
         assert {("SLEUTH_NATS_PASSWORD", f"{auth}/nats-{component}"),
                 ("SLEUTH_REDIS_PASSWORD", f"{auth}/redis-{component}")} <= refs[component]
         env = _env(containers(_deployments(objects)[component])[0])
@@ -407,20 +462,30 @@ def test_network_policies(rendered: dict[str, list[Obj]]) -> None:
     (rule,) = _policy(objects, "sleuth-kube-mcp")["ingress"]
     assert rule["from"] == [{"podSelector": {"matchLabels": {
         "app.kubernetes.io/name": "sleuth", "app.kubernetes.io/instance": "sleuth", "app.kubernetes.io/component": "agent"}}}]
-    # NATS and Valkey only from the release's services that use them.
-    for name, port in (("sleuth-allow-nats", 4222), ("sleuth-allow-redis", 6379)):
-        rules = _policy(objects, name)["ingress"]
-        clients = next(r for r in rules if {"port": port, "protocol": "TCP"} in r["ports"])
-        selector = clients["from"][0]["podSelector"]
-        assert selector["matchLabels"] == {"app.kubernetes.io/name": "sleuth", "app.kubernetes.io/instance": "sleuth"}
-        (expr,) = selector["matchExpressions"]
-        assert set(expr["values"]) == {"gateway", "authz-cache", "agent", "alerts"}
-        assert all("namespaceSelector" not in peer for r in rules for peer in r.get("from", []))
+    # NATS and Valkey only from the release's services that use them (those that run).
+    for profile, bus in (("defaults", BUS), ("no-schedules-reports", BUS - {"scheduler", "reporter"})):
+        for name, port in (("sleuth-allow-nats", 4222), ("sleuth-allow-redis", 6379)):
+            rules = _policy(rendered[profile], name)["ingress"]
+            clients = next(r for r in rules if {"port": port, "protocol": "TCP"} in r["ports"])
+            selector = clients["from"][0]["podSelector"]
+            assert selector["matchLabels"] == {"app.kubernetes.io/name": "sleuth", "app.kubernetes.io/instance": "sleuth"}
+            (expr,) = selector["matchExpressions"]
+            assert (expr["key"], expr["operator"]) == ("app.kubernetes.io/component", "In")
+            assert set(expr["values"]) == bus, profile
+            assert all("namespaceSelector" not in peer for r in rules for peer in r.get("from", []))
+    # Nothing calls the scheduler or the reporter: no policy opens a port of theirs (probes are
+    # the kubelet's, which policies do not stop).
+    for spec in (p["spec"] for p in find(objects, "NetworkPolicy") if p["metadata"]["name"] != "sleuth-metrics"):
+        assert not {PORTS["scheduler"], PORTS["reporter"]} & {
+            port["port"] for rule in spec.get("ingress", []) for port in rule.get("ports", [])}
     # Metrics only from the configured namespaces.
     assert not find(objects, "NetworkPolicy", "sleuth-metrics")
     everything = rendered["everything"]
     (rule,) = _policy(everything, "sleuth-metrics")["ingress"]
     assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    assert {p["port"] for p in rule["ports"]} == {8080, 8090, 9101, 9102, 8091, 9104}
+    metrics = {**PROFILES["no-schedules-reports"], "networkPolicy": PROFILES["everything"]["networkPolicy"]}
+    (rule,) = _policy(render_chart(metrics), "sleuth-metrics")["ingress"]
     assert {p["port"] for p in rule["ports"]} == {8080, 8090, 9101, 9102}
     (gw,) = _policy(everything, "sleuth-gateway")["ingress"]
     assert gw["from"] == PROFILES["everything"]["networkPolicy"]["gatewayFrom"]
@@ -464,6 +529,8 @@ def test_gateway_answers_to_its_service_and_public_names(rendered: dict[str, lis
     gw = service_config(rendered["everything"])["gateway"]
     assert {"sleuth-gateway", "sleuth-gateway.sleuth.svc", "sleuth-gateway.sleuth.svc.cluster.local"} <= set(gw["allowed_hosts"])
     assert gw["refused_identities"] == [f"system:serviceaccount:sleuth:sleuth-{s}" for s in SERVICES]
+    gw = service_config(rendered["no-schedules-reports"])["gateway"]
+    assert gw["refused_identities"] == [f"system:serviceaccount:sleuth:sleuth-{s}" for s in SERVICES[:5]]
     (ing,) = find(rendered["everything"], "Ingress", "sleuth-gateway")
     assert ing["spec"]["tls"] == [{"hosts": ["sleuth.example.com"], "secretName": "sleuth-tls"}]
     (ing,) = find(rendered["everything"], "Ingress", "sleuth-alerts")

@@ -33,6 +33,8 @@ from sleuth_common.identity import (
     job_verifier_from_settings,
     signer_from_settings,
 )
+from sleuth_reporter.asking import REPORTER_ISSUER
+from sleuth_scheduler.firing import SCHEDULER_ISSUER
 from sleuth_simcluster import SimCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +48,8 @@ SETTINGS = {  # compose service → the module of its Settings model
     "agent": "sleuth_agent.settings",
     "authz-cache": "sleuth_authz_cache.settings",
     "kube-mcp": "sleuth_kube_mcp.settings",
+    "scheduler": "sleuth_scheduler.settings",
+    "reporter": "sleuth_reporter.settings",
 }
 
 PORTS = StackPorts()  # make run's ports: compose listens on the same ones
@@ -55,6 +59,8 @@ PROBED_PORT = {  # service → the port its /healthz and /readyz are on, per its
     "agent": lambda s: s.agent.metrics_port,
     "authz-cache": lambda s: s.authz_cache.metrics_port,
     "kube-mcp": lambda s: s.kube_mcp.port,
+    "scheduler": lambda s: s.scheduler.port,
+    "reporter": lambda s: s.reporter.port,
 }
 
 READS = {  # service → the files it reads, per its settings (its environment applied)
@@ -63,6 +69,9 @@ READS = {  # service → the files it reads, per its settings (its environment a
     "agent": lambda s: [s.identity.signing_key_file, *(p for ps in s.identity.job_issuers.values() for p in ps)],
     "authz-cache": lambda s: [s.identity.signing_key_file, *(f for c in s.clusters for f in (c.ca_file, c.authz_token_file))],
     "kube-mcp": lambda s: [s.kube_mcp.kubeconfig, *s.identity.verify_key_files],
+    "scheduler": lambda s: [s.identity.signing_key_file],
+    "reporter": lambda s: [s.identity.signing_key_file, *(f for f in (s.reporter.smtp.password_file,
+                                                                      s.reporter.smtp.ca_file) if f)],
 }
 
 
@@ -309,8 +318,12 @@ def test_the_config_has_the_sections_make_run_writes(make_run_config: dict[str, 
     assert ours["gateway"]["channels"] == theirs["gateway"]["channels"]
     assert ours["alerts"]["routes"] == theirs["alerts"]["routes"]
     for section, key in (("gateway", "port"), ("alerts", "port"), ("kube_mcp", "port"),
-                         ("authz_cache", "metrics_port"), ("agent", "metrics_port")):
+                         ("authz_cache", "metrics_port"), ("agent", "metrics_port"),
+                         ("scheduler", "port"), ("reporter", "port")):
         assert ours[section][key] == theirs[section][key], (section, key)
+    # the scheduler and the reporter run here, so the gateway offers their commands
+    for key in ("schedules", "reports"):
+        assert ours["gateway"][key] is theirs["gateway"][key] is True, key
     assert [Path(p).name for p in ours["identity"]["verify_key_files"]] == \
         [Path(p).name for p in theirs["identity"]["verify_key_files"]]
     assert {k: [Path(p).name for p in v] for k, v in ours["identity"]["job_issuers"].items()} == \
@@ -380,13 +393,31 @@ def test_volumes_are_declared_and_written_only_by_their_owner() -> None:
                                  Mount("volume", "identity", "/etc/sleuth/identity", True)]
 
 
-def test_the_gateway_alone_signs_as_sleuth_chat_and_the_agent_trusts_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The gateway signs the job identities of the chat users it maps with ``chat.key`` (issuer
-    ``sleuth-chat``); no other service is told that key, and the agent verifies it under
-    ``job_issuers``, bound to that issuer. Checked with the files the ``keys`` job writes."""
+@dataclass(frozen=True)
+class JobSigner:
+    """A service that signs investigation jobs for the agent, with its key file and issuer."""
+
+    service: str
+    key: str
+    issuer: str
+
+
+JOB_SIGNERS = (
+    JobSigner("gateway", "chat.key", CHAT_ISSUER),            # the chat users it maps
+    JobSigner("scheduler", "scheduler.key", SCHEDULER_ISSUER),  # a schedule's owner, at each run
+    JobSigner("reporter", "reporter.key", REPORTER_ISSUER),     # a report's asker
+)
+
+
+@pytest.mark.parametrize("case", JOB_SIGNERS, ids=lambda c: c.service)
+def test_each_job_signer_alone_signs_as_its_issuer_and_the_agent_trusts_it(
+        case: JobSigner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gateway, the scheduler and the reporter sign job identities with their own key
+    (issuers ``sleuth-chat``, ``sleuth-scheduler``, ``sleuth-reporter``); no other service is told
+    that key, and the agent verifies it under ``job_issuers``, bound to that issuer only. Checked
+    with the files the ``keys`` job writes."""
     signing = {n: environment(n).get("SLEUTH_IDENTITY__SIGNING_KEY_FILE", "") for n in SERVICES}
-    assert {n for n, key in signing.items() if Path(key).name == "chat.key"} == {"gateway"}
+    assert {n for n, key in signing.items() if Path(key).name == case.key} == {case.service}
     assert {Path(key).name for key in signing.values() if key} <= set(file_names())
     command = SERVICES["keys"]["command"]
     (volume,) = [m for m in mounts("keys") if m.source == "identity"]
@@ -397,31 +428,41 @@ def test_the_gateway_alone_signs_as_sleuth_chat_and_the_agent_trusts_it(
         assert path.startswith(volume.target + "/"), path
         return str(tmp_path / path[len(volume.target) + 1:])
 
-    gateway, agent = settings_of("gateway", monkeypatch), settings_of("agent", monkeypatch)
-    assert agent.identity.job_issuers[CHAT_ISSUER] == ["/etc/sleuth/identity/chat.pub"]
+    signer_settings, agent = settings_of(case.service, monkeypatch), settings_of("agent", monkeypatch)
+    public = "/etc/sleuth/identity/" + case.key.replace(".key", ".pub")
+    assert agent.identity.job_issuers[case.issuer] == [public]
+    assert [i for i, paths in agent.identity.job_issuers.items() if public in paths] == [case.issuer]
     verifier = job_verifier_from_settings(agent.identity.model_copy(update={
         "job_issuers": {k: [here(p) for p in v] for k, v in agent.identity.job_issuers.items()}}))
 
     def sign_as(issuer: str) -> str:
-        identity = gateway.identity.model_copy(update={
-            "signing_key_file": here(gateway.identity.signing_key_file), "signing_key_env": ""})
+        identity = signer_settings.identity.model_copy(update={
+            "signing_key_file": here(signer_settings.identity.signing_key_file), "signing_key_env": ""})
         signer = signer_from_settings(identity, issuer=issuer, ttl=identity.job_ttl)
         assert signer is not None
         return signer.mint("alice", ["team-a"], audience=agent.identity.job_audience)
 
     assert verifier is not None
-    assert verifier.verify(sign_as(CHAT_ISSUER)).issuer == CHAT_ISSUER
-    with pytest.raises(IdentityError, match="issuer"):  # the gateway cannot pass for authz-cache
+    assert verifier.verify(sign_as(case.issuer)).issuer == case.issuer
+    for other in JOB_SIGNERS:  # it cannot pass for another signer, nor for authz-cache
+        if other != case:
+            with pytest.raises(IdentityError, match="issuer"):
+                verifier.verify(sign_as(other.issuer))
+    with pytest.raises(IdentityError, match="issuer"):
         verifier.verify(sign_as("sleuth-authz"))
 
 
 def test_secrets_reach_only_the_service_that_uses_them() -> None:
     holders = {k: {n for n in SERVICES if k in environment(n)}
                for k in ("SLEUTH_AUTHZ_CACHE_KEY", "SLEUTH_DEMO_ALERTS_TOKEN", "SLEUTH_IDENTITY__SIGNING_KEY_FILE",
-                         "SLEUTH_MATTERMOST_TOKEN")}
+                         "SLEUTH_MATTERMOST_TOKEN", "SLEUTH_SMTP_PASSWORD")}
     assert holders == {"SLEUTH_AUTHZ_CACHE_KEY": {"authz-cache"}, "SLEUTH_DEMO_ALERTS_TOKEN": {"alerts"},
                        "SLEUTH_IDENTITY__SIGNING_KEY_FILE": set(IDENTITY_SIGNERS),
-                       "SLEUTH_MATTERMOST_TOKEN": {"gateway"}}
+                       "SLEUTH_MATTERMOST_TOKEN": {"gateway"}, "SLEUTH_SMTP_PASSWORD": {"reporter"}}
+    # each signer is told its own private key, so each key reaches only its signer
+    told = {n: Path(environment(n)["SLEUTH_IDENTITY__SIGNING_KEY_FILE"]).name for n in IDENTITY_SIGNERS}
+    assert told == {n: f"{signer}.key" for n, signer in IDENTITY_SIGNERS.items()}
+    assert len(set(told.values())) == len(told)
     for name in SERVICES:  # from .env or the documented default, never a literal in the file
         for key, raw in (SERVICES[name].get("environment") or {}).items():
             if key != "SLEUTH_IDENTITY__SIGNING_KEY_FILE":
@@ -431,11 +472,11 @@ def test_secrets_reach_only_the_service_that_uses_them() -> None:
 # --------------------------------------------------------------------------- the Mattermost bot
 
 
-def uncomment_mattermost(text: str) -> str:
-    """The config file with its commented-out ``mattermost:`` block uncommented, as the comment
-    above it tells a reader to."""
+def uncomment(text: str, key: str) -> str:
+    """The config file with its commented-out ``<key>:`` block (``mattermost:``, ``smtp:`` …)
+    uncommented, as the comment above it tells a reader to."""
     lines = text.splitlines(keepends=True)
-    (start,) = [i for i, line in enumerate(lines) if line.rstrip() == "  # mattermost:"]
+    (start,) = [i for i, line in enumerate(lines) if line.rstrip() == f"  # {key}:"]
     end = start + 1
     while end < len(lines) and lines[end].startswith("  #   "):
         end += 1
@@ -464,7 +505,7 @@ def test_the_commented_mattermost_block_works_uncommented(tmp_path: Path, monkey
     text = config_path().read_text()
     assert "mattermost" not in yaml.safe_load(text)["gateway"], "off as shipped"
     config = tmp_path / "sleuth.yaml"
-    config.write_text(uncomment_mattermost(text))
+    config.write_text(uncomment(text, "mattermost"))
     data = yaml.safe_load(config.read_text())
     assert unread_keys(data) == set()
     assert set(data["gateway"]["mattermost"]) == {"url", "people"}
@@ -481,6 +522,44 @@ def test_the_commented_mattermost_block_works_uncommented(tmp_path: Path, monkey
     monkeypatch.setenv(mm.token_env, "bot-token-from-dotenv")
     token = mm.bot_token()
     assert token is not None and token.get_secret_value() == "bot-token-from-dotenv"
+
+
+# --------------------------------------------------------------------------- the reporter's email
+
+
+def test_only_the_reporter_gets_the_smtp_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SMTP password is in the reporter's environment only, under the name its settings read
+    (``reporter.smtp.password_env``), from .env or the shell, never a value in the file."""
+    from sleuth_reporter.settings import SmtpSettings
+
+    name = SmtpSettings().password_env
+    assert {n for n in SERVICES if name in (SERVICES[n].get("environment") or {})} == {"reporter"}
+    assert SERVICES["reporter"]["environment"][name] == "${SLEUTH_SMTP_PASSWORD:-}"
+    assert not any(name in json.dumps(SERVICES[n]) for n in SERVICES if n != "reporter")
+    # As shipped there is no email: no server, no sender, and an empty password is no password.
+    smtp = settings_of("reporter", monkeypatch).reporter.smtp
+    assert not smtp.enabled and smtp.password() is None
+    assert settings_of("reporter", monkeypatch).reporter.emails == {}
+
+
+def test_the_commented_smtp_block_works_uncommented(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = config_path().read_text()
+    assert not {"smtp", "emails"} & set(yaml.safe_load(text)["reporter"]), "off as shipped"
+    config = tmp_path / "sleuth.yaml"
+    config.write_text(uncomment(uncomment(text, "smtp"), "emails"))
+    data = yaml.safe_load(config.read_text())
+    assert unread_keys(data) == set()
+    reporter = settings_of("reporter", monkeypatch, config).reporter
+    smtp = reporter.smtp
+    assert smtp.enabled and (smtp.host, smtp.port, smtp.starttls, smtp.tls) == ("smtp.example.com", 587, True, False)
+    assert smtp.user == "sleuth" and smtp.sender == "Sleuth <sleuth@example.com>"
+    # The demo channel's reports go to the example address; the password is the one compose passes.
+    assert [f"web:{c['name']}" for c in data["gateway"]["channels"]] == list(reporter.emails)
+    assert reporter.addresses("web:team-a-alerts") == ["team-a@example.com"]
+    assert smtp.password() is None
+    monkeypatch.setenv(smtp.password_env, "smtp-password-from-dotenv")
+    password = smtp.password()
+    assert password is not None and password.get_secret_value() == "smtp-password-from-dotenv"
 
 
 # --------------------------------------------------------------------------- running them

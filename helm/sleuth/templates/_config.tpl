@@ -54,6 +54,12 @@ identity:
     sleuth-authz: [{{ $id }}/authz.pub]
     sleuth-alerts: [{{ $id }}/alerts.pub]
     sleuth-chat: [{{ $id }}/chat.pub]
+    {{- if .Values.scheduler.enabled }}
+    sleuth-scheduler: [{{ $id }}/scheduler.pub]
+    {{- end }}
+    {{- if .Values.reporter.enabled }}
+    sleuth-reporter: [{{ $id }}/reporter.pub]
+    {{- end }}
 gateway:
   host: 0.0.0.0
   port: 8080
@@ -70,9 +76,12 @@ gateway:
   trusted_proxies: {{ .Values.gateway.trustedProxies | toJson }}
   # Sleuth's own service accounts may not use chat or the API.
   refused_identities:
-    {{- range list "gateway" "authz-cache" "agent" "alerts" "kube-mcp" }}
+    {{- range include "sleuth.components" . | fromJsonArray }}
     - {{ printf "system:serviceaccount:%s:%s-%s" $ns $fullname . | quote }}
     {{- end }}
+  # The chat commands of the scheduler and the reporter, on when they run.
+  schedules: {{ .Values.scheduler.enabled }}
+  reports: {{ .Values.reporter.enabled }}
   {{- with .Values.gateway.mattermost }}
   {{- if .url }}
   # The Mattermost bot: its token is a file from chat.existingSecret, in the gateway pod only.
@@ -142,6 +151,32 @@ kube_mcp:
   cluster_name: {{ .Values.cluster.name | quote }}
   accept_caller_token: {{ .Values.kubeMcp.readWithCallerToken }}
   require_identity: true
+{{- if .Values.scheduler.enabled }}
+scheduler:
+  host: 0.0.0.0
+  port: 8091
+{{- end }}
+{{- with .Values.reporter }}
+{{- if .enabled }}
+reporter:
+  host: 0.0.0.0
+  port: 9104
+  emails: {{ .emails | toJson }}
+  {{- if .smtp.host }}
+  # The mail server; the password of `user` is a file from smtp.existingSecret, in the reporter pod only.
+  smtp:
+    host: {{ .smtp.host | quote }}
+    port: {{ .smtp.port }}
+    starttls: {{ .smtp.starttls }}
+    tls: {{ .smtp.tls }}
+    sender: {{ .smtp.from | quote }}
+    {{- if .smtp.user }}
+    user: {{ .smtp.user | quote }}
+    password_file: {{ include "sleuth.smtpPasswordFile" $ | quote }}
+    {{- end }}
+  {{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* The rendered config with values.config merged over it, checked for secrets, as YAML. */}}
@@ -153,6 +188,9 @@ kube_mcp:
 {{- include "sleuth.deepMerge" (dict "dst" $cfg "src" (.Values.config | default dict)) -}}
 {{- if and (dig "gateway" "mattermost" "url" "" $cfg) (not .Values.gateway.mattermost.url) -}}
 {{- fail "config.gateway.mattermost.url: set gateway.mattermost.url instead, so the gateway gets the bot's token from chat.existingSecret" -}}
+{{- end -}}
+{{- if and (dig "reporter" "smtp" "host" "" $cfg) (not .Values.reporter.smtp.host) -}}
+{{- fail "config.reporter.smtp.host: set reporter.smtp.host (and .from, .user) instead, so the reporter gets the password from smtp.existingSecret" -}}
 {{- end -}}
 {{- include "sleuth.noSecrets" (dict "path" "config" "value" $cfg) -}}
 {{- toYaml $cfg -}}

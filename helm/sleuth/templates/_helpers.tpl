@@ -134,6 +134,10 @@ needs to find a clustered consumer's leader (<pod>.<headless service>). */}}
 {{- define "sleuth.mattermostCaDir" -}}/etc/sleuth/mattermost-ca{{- end }}
 {{- define "sleuth.mattermostCaFile" -}}{{ include "sleuth.mattermostCaDir" . }}/ca.crt{{- end }}
 
+{{/* Where the reporter finds the SMTP password (smtp.existingSecret). */}}
+{{- define "sleuth.smtpSecretDir" -}}/etc/sleuth/smtp{{- end }}
+{{- define "sleuth.smtpPasswordFile" -}}{{ include "sleuth.smtpSecretDir" . }}/password{{- end }}
+
 {{/* An environment variable name from a free name: upper case, [A-Z0-9_] only. */}}
 {{- define "sleuth.envName" -}}
 {{- regexReplaceAll "[^A-Z0-9_]" (upper .) "_" -}}
@@ -145,6 +149,19 @@ needs to find a clustered consumer's leader (<pod>.<headless service>). */}}
 
 {{- define "sleuth.clusterTokenEnv" -}}
 {{- printf "SLEUTH_AUTHZ_TOKEN_%s" (include "sleuth.envName" .name) -}}
+{{- end }}
+
+{{/* The services this release runs, as a JSON list (the scheduler and the reporter when enabled). */}}
+{{- define "sleuth.components" -}}
+{{- $out := list "gateway" "authz-cache" "agent" "alerts" "kube-mcp" -}}
+{{- if .Values.scheduler.enabled }}{{ $out = append $out "scheduler" }}{{ end -}}
+{{- if .Values.reporter.enabled }}{{ $out = append $out "reporter" }}{{ end -}}
+{{- toJson $out -}}
+{{- end }}
+
+{{/* The services that use the bus and Redis (kube-mcp uses neither), as a JSON list. */}}
+{{- define "sleuth.busComponents" -}}
+{{- without (include "sleuth.components" . | fromJsonArray) "kube-mcp" | toJson -}}
 {{- end }}
 
 {{/* Whether the agent's replica count is left to an autoscaler. */}}

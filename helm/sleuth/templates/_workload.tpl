@@ -1,10 +1,14 @@
 {{/*
 One service's Deployment. Arguments (dict):
   ctx        the root context
-  component  gateway | authz-cache | agent | alerts | kube-mcp (also the NATS/Redis user name)
+  component  gateway | authz-cache | agent | alerts | kube-mcp | scheduler | reporter (also the
+             NATS/Redis user name)
   values     the service's values (replicas, resources)
   port       the port of /healthz, /readyz and /metrics; portName its name
-  signer     agent | authz | alerts | chat: the one private key this pod gets ("" = public keys only)
+  signer     agent | authz | alerts | chat | scheduler | reporter: the one private key this pod
+             gets ("" = public keys only)
+  trusts     more public keys it gets beside the four every pod has (the agent: scheduler.pub,
+             reporter.pub of the job issuers that run)
   kubeApi    mount the projected service-account token and cluster CA (authz-cache, kube-mcp)
   bus        log in to NATS/Redis as its own user when auth.existingSecret is set
   env        more env entries (YAML list text), literal values or secretKeyRef only
@@ -144,6 +148,9 @@ spec:
               - {key: authz.pub, path: authz.pub}
               - {key: alerts.pub, path: alerts.pub}
               - {key: chat.pub, path: chat.pub}
+              {{- range .trusts }}
+              - {key: {{ . }}, path: {{ . }}}
+              {{- end }}
               {{- if .signer }}
               - {key: {{ printf "%s.key" .signer }}, path: {{ printf "%s.key" .signer }}}
               {{- end }}
