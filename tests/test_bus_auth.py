@@ -157,6 +157,9 @@ PUBLISH = [
     Pub("gateway", S.jobs_investigate, True, "chat and API questions"),
     Pub("alerts", S.jobs_investigate, True, "alert investigations"),
     Pub("scheduler", S.jobs_investigate, True, "saved questions"),
+    Pub("scheduler", S.reports("run"), True, "scheduled reports"),
+    Pub("scheduler", S.reports("status"), False, "the scheduler starts reports, it does not ask about them"),
+    Pub("alerts", S.reports("run"), False, "only the gateway and the scheduler ask for reports"),
     Pub("agent", S.chat_outbound, False, "the agent answers the asker, it does not post as the bot"),
     Pub("authz-cache", S.chat_outbound, False, "authz-cache posts nothing"),
     Pub("gateway", S.chat_outbound, False, "the gateway consumes CHAT, nobody asks it to post to itself"),
@@ -271,6 +274,29 @@ async def test_authz_cache_answers_the_gateway_in_its_inbox(login: Any) -> None:
     reply = await gateway.nc.request(S.authz_authenticate, b"{}", timeout=2)
     assert reply.data == b'{"ok": true}'
     assert not gateway.errors
+
+
+async def test_the_reporter_answers_the_scheduler_in_its_inbox(login: Any) -> None:
+    """A scheduled report: the scheduler asks, the reporter answers into the scheduler's inbox."""
+    await _responder(login, "reporter", S.reports("run"))
+    scheduler = await login("scheduler")
+    reply = await scheduler.nc.request(S.reports("run"), b"{}", timeout=2)
+    assert reply.data == b'{"ok": true}'
+    assert not scheduler.errors
+
+
+async def test_the_reporter_answers_no_other_services_inbox(login: Any) -> None:
+    resp, seen = await _responder(login, "reporter", S.reports("run"))
+    spy = await login("spy")
+    alerts_inbox = await spy.nc.subscribe("_INBOX.alerts.x")
+    await spy.nc.flush()
+    gateway = await login("gateway")
+    await gateway.nc.publish(S.reports("run"), b"{}", reply="_INBOX.alerts.x")
+    await gateway.nc.flush()
+    assert "publish" in await resp.refusal()
+    assert await _eventually(lambda: len(seen) == 1)
+    await resp.nc.flush()
+    assert not await _arrived(spy, alerts_inbox)
 
 
 async def test_a_reply_steered_onto_another_subject_is_refused(login: Any) -> None:

@@ -153,15 +153,17 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
         ),
         "scheduler": NatsPermissions(
             publish=(
-                s.jobs_investigate, s.chat_outbound, audit, *_replies_to("gateway"),
+                s.jobs_investigate, s.chat_outbound, s.reports("run"), audit, *_replies_to("gateway"),
                 *_stream(jobs), *_stream(chat),
             ),
             subscribe=(schedules_all, s.jobs_done_all, inbox("scheduler")),
-            note="answers the schedule commands, fires saved questions as jobs (JOBS), posts their answers (CHAT)",
+            note="answers the schedule commands, fires saved questions as jobs (JOBS) and scheduled "
+                 "reports as `reports.run` requests, posts their answers (CHAT)",
         ),
         "reporter": NatsPermissions(
             publish=(
-                s.jobs_investigate, s.chat_outbound, s.reports_queued_all, audit, *_replies_to("gateway"),
+                s.jobs_investigate, s.chat_outbound, s.reports_queued_all, audit,
+                *_replies_to("gateway", "scheduler"),
                 *_stream(jobs), *_stream(chat), *_stream(s.stream_reports),
                 *_consumer(s.stream_reports, s.reporter_durable),
             ),

@@ -34,6 +34,7 @@ from sleuth_scheduler import compose
 from sleuth_scheduler.bus import publish_audit, publish_post
 from sleuth_scheduler.clock import Clock
 from sleuth_scheduler.metrics import Metrics
+from sleuth_scheduler.reports import REPORT_FAILED
 from sleuth_scheduler.settings import Settings
 from sleuth_scheduler.store import Run, Store
 
@@ -45,6 +46,7 @@ FAILED = {
     "error": "the investigation ended with an error",
     "denied": "the investigation was refused",
     "no_answer": "no answer arrived before the deadline",
+    **REPORT_FAILED,
 }
 """Outcomes that count as a failed run, and how the owner is told about them."""
 
@@ -131,6 +133,15 @@ class Answers:
         if state == "disabled":
             await self._disabled(run, "no_answer")
         await self._forget(run.job)
+
+    async def report_outcome(self, run: Run, outcome: str, text: str) -> None:
+        """A report run ended when the reporter answered (or did not): count it; on a failure
+        say so where the schedule posts (the reporter posts the report itself)."""
+        state = await self._finish(run, outcome)
+        if outcome in FAILED and state in ("first", "disabled"):
+            await self._post(run, compose.report_failed(run.header, FAILED[outcome], text), outcome)
+        if state == "disabled":
+            await self._disabled(run, outcome)
 
     async def _finish(self, run: Run, outcome: str) -> str:
         """Record ``outcome`` once (``Store.finish``'s state: ``first`` or ``disabled`` when this

@@ -151,7 +151,7 @@ class Commands:
         members = () if private else self._readers(req)
         s = Schedule(id=sid, owner=Requester(user=req.user, groups=tuple(sorted(set(req.groups)))),
                      target=req.target, timing=parsed.timing, question=parsed.question, thread=req.thread,
-                     members=members, created=now, next=nxt)
+                     members=members, created=now, next=nxt, what=parsed.what)
         due = None if nxt is None else nxt + jitter_of(sid, self.cfg.jitter)
         state = await self.store.create(s, due, max_user=self.cfg.max_per_user, max_target=self.cfg.max_per_target)
         if state == "user_full":
@@ -199,7 +199,8 @@ class Commands:
             done = True
             where = "in your private conversation" if conversation_user(s.target) else (
                 "here" if s.target == req.target else "in the channel it posts to")
-            text = f"▶️ Running schedule `{s.id}` now; the answer will be posted {where}."
+            what = "report" if s.what == "report" else "answer"
+            text = f"▶️ Running schedule `{s.id}` now; the {what} will be posted {where}."
         if not done:
             return ScheduleReply(ok=False, text="That did not work; try again.")
         if req.op != "run":

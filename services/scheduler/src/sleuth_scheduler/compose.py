@@ -21,6 +21,7 @@ __all__ = [
     "listing",
     "no_answer",
     "plain",
+    "report_failed",
     "when",
 ]
 
@@ -102,6 +103,12 @@ def answer(head: str, result: InvestigationResult) -> str:
 
 def no_answer(head: str, reason: str) -> str:
     return f"{head}\n\nThis run did not finish: {reason}. The next run is at its usual time.\n"
+
+
+def report_failed(head: str, reason: str, said: str) -> str:
+    """A report run the reporter refused (``said``: its words) or did not answer."""
+    quoted = f" It said: “{plain(said, 400)}”" if said else ""
+    return f"{head}\n\nNo report this time: {reason}.{quoted} The next run is at its usual time.\n"
 
 
 def disabled(schedule_id: str, owner: str, failures: int, reason: str) -> str:

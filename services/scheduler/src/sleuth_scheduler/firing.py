@@ -48,6 +48,7 @@ from sleuth_scheduler.answers import Answers
 from sleuth_scheduler.bus import publish_job
 from sleuth_scheduler.clock import Clock
 from sleuth_scheduler.metrics import Metrics
+from sleuth_scheduler.reports import ask_reporter
 from sleuth_scheduler.settings import Settings
 from sleuth_scheduler.store import Run, Schedule, Store
 from sleuth_scheduler.timing import catch_up, jitter_of, next_after
@@ -192,7 +193,7 @@ class Firer:
         job = f"s-{s.id}-r{secrets.token_hex(4)}" if manual else job_id(s.id, occurrence)
         return Run(job=job, schedule=s.id, occurrence=occurrence, owner=s.owner, audience=s.audience(),
                    target=s.target, thread=s.thread, question=s.question,
-                   header=compose.header(s.id, s.timing.describe(), s.question), manual=manual)
+                   header=compose.header(s.id, s.timing.describe(), s.question), manual=manual, what=s.what)
 
     async def _stale_claims(self) -> None:
         now = self.clock()
@@ -219,7 +220,10 @@ class Firer:
 
     async def publish(self, run: Run, *, scheduled_at: float | None = None) -> bool:
         """Put ``run``'s job on JOBS; False when that failed (it stays claimed, and is published
-        again after ``claim_timeout``)."""
+        again after ``claim_timeout``). A report run asks the reporter instead and ends with
+        its answer (``reports``)."""
+        if run.what == "report":
+            return await self._ask_reporter(run, scheduled_at)
         await self.answers.watch(run.job)
         job = InvestigationJob(
             id=run.job, origin="schedule", requester=run.owner, question=run.question,
@@ -240,3 +244,10 @@ class Firer:
         await self.store.published(run.job, now + self.cfg.investigation_timeout + self.cfg.answer_grace)
         log.info("schedule run published", extra={"job_id": run.job, "schedule": run.schedule})
         return True
+
+    async def _ask_reporter(self, run: Run, scheduled_at: float | None) -> bool:
+        outcome, text = await ask_reporter(self.nc, self.subjects, run, self.cfg.publish_timeout)
+        if scheduled_at is not None:
+            self.metrics.lateness.observe(max(0.0, self.clock() - scheduled_at))
+        await self.answers.report_outcome(run, outcome, text)
+        return outcome == "report_started"

@@ -2,6 +2,10 @@
 
     every <interval> [at <time>] [in <IANA zone>] [starting at <time>] <question>
     cron "<minute hour day-of-month month day-of-week>" [in <IANA zone>] <question>
+    report every … | report cron "…"    (the same timing, no question: a best-practice report)
+
+A ``report`` schedule asks the reporter for a best-practice report of its channel (or private
+conversation) at each run instead of asking the agent a question; nothing may follow its timing.
 
 ``<interval>`` is elapsed time — ``5 minutes``, ``5m``, ``2h``, ``90 minutes``, ``hour`` — or a
 calendar day — ``day``, ``weekday`` (Monday to Friday), ``weekend``, ``monday`` … ``sunday``
@@ -34,24 +38,29 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from cronsim import CronSim, CronSimError
 
 from sleuth_scheduler.timing import Timing, local_instant, min_gap, next_runs
 
-__all__ = ["EXAMPLE", "GRAMMAR", "GrammarError", "Parsed", "parse", "zone"]
+__all__ = ["EXAMPLE", "GRAMMAR", "REPORT_QUESTION", "GrammarError", "Parsed", "parse", "zone"]
 
 GRAMMAR = (
     "`schedule every <interval> [at <time>] [in <zone>] [starting at <time>] <question>` or "
     '`schedule cron "<minute hour day month weekday>" [in <zone>] <question>`; an interval is '
     "`5 minutes`, `2h`, `day`, `weekday`, `monday` …, a time `09:00` or `9am`, a zone an IANA name "
-    "such as `Europe/Berlin`"
+    "such as `Europe/Berlin`; `schedule report every monday at 09:00` (or `report cron \"…\"`) "
+    "schedules a best-practice report instead of a question"
 )
 EXAMPLE = "`schedule every weekday at 09:00 in Europe/Berlin what is failing in team-a?`"
 
 DEFAULT_TIME = (9, 0)
 """When a calendar day runs without ``at``: 09:00 in the schedule's zone."""
+
+REPORT_QUESTION = "📋 best-practice report"
+"""What a report schedule shows where a question schedule shows its question."""
 
 _UNITS = {
     "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
@@ -81,6 +90,7 @@ class GrammarError(ValueError):
 class Parsed:
     timing: Timing
     question: str
+    what: Literal["question", "report"] = "question"
 
 
 def zone(name: str) -> ZoneInfo:
@@ -126,6 +136,12 @@ _ZONE_WORDS = frozenset(z for z in available_timezones() if "/" not in z) | {"UT
 
 
 def _question(rest: str, max_chars: int) -> str:
+    """The question after the timing; for a report (``max_chars`` < 0) nothing may follow it."""
+    if max_chars < 0:
+        extra = rest.strip().strip(".!")
+        if extra:
+            raise _refuse(f"a scheduled report takes no question, and `{extra[:60]}` follows its timing")
+        return REPORT_QUESTION
     q = rest.strip().lstrip(":,;–—-").strip()
     if len(q) >= 2 and q[0] in _QUOTES and q[-1] in _QUOTES:
         q = q[1:-1].strip()
@@ -171,6 +187,12 @@ def parse(text: str, *, now: float, default_tz: str = "UTC", min_interval: float
           max_question_chars: int = 500) -> Parsed:
     """Read ``text`` (what follows ``schedule``) said at ``now`` (unix seconds)."""
     text = text.strip()
+    if max_question_chars >= 0 and (m := re.match(r"report(?=\s|$)", text, re.I)):
+        rest = text[m.end():].strip()
+        if not rest:
+            raise _refuse("`report` needs a timing: `schedule report every monday at 09:00`")
+        parsed = parse(rest, now=now, default_tz=default_tz, min_interval=min_interval, max_question_chars=-1)
+        return Parsed(parsed.timing, REPORT_QUESTION, "report")
     if m := _RE_CRON.match(text):
         return _parse_cron(m.group("expr"), text[m.end():], default_tz, now, min_interval, max_question_chars)
     if text.lower().startswith("cron"):

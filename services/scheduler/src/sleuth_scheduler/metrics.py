@@ -24,11 +24,13 @@ from sleuth_common.health import Readiness, alive
 __all__ = ["OUTCOMES", "HealthServer", "Metrics", "health_app"]
 
 OUTCOMES = ("published", "duplicate", "publish_failed", "skipped", "diagnosed", "healthy",
-            "insufficient_evidence", "denied", "error", "no_answer")
+            "insufficient_evidence", "denied", "error", "no_answer", "report_started", "report_refused",
+            "report_no_answer")
 """``sleuth_scheduler_runs_total`` outcomes: a run's job put on JOBS (``published``; ``duplicate``
 when the stream already had it), not stored (``publish_failed``: retried), an occurrence passed
 over after an outage longer than ``grace`` or coalesced into a newer one (``skipped``), and how
-each run ended (the result's status, or ``no_answer`` by the deadline)."""
+each run ended (the result's status, or ``no_answer`` by the deadline); a report schedule's run
+ends when the reporter answers (``report_started``, ``report_refused``, ``report_no_answer``)."""
 
 
 class Metrics:

@@ -193,6 +193,9 @@ class Schedule:
     runs: int = 0
     readable: bool = True
     """False when the stored members could not be read: such a schedule does not run."""
+    what: Literal["question", "report"] = "question"
+    """``question``: each run is an investigation job; ``report``: a best-practice report (the
+    reporter makes and posts it)."""
 
     def audience(self) -> tuple[Requester, ...]:
         """The readers other than the owner (who is the requester, with the groups of their last
@@ -208,7 +211,7 @@ class Schedule:
             "text": t.text, "question": self.question, "created": repr(self.created),
             "paused": "1" if self.paused else "0", "failures": str(self.failures), "disabled": self.disabled,
             "next": "" if self.next is None else str(self.next), "skipped": str(self.skipped),
-            "runs": str(self.runs),
+            "runs": str(self.runs), "what": self.what,
         }
 
     @classmethod
@@ -228,7 +231,7 @@ class Schedule:
             created=float(d.get("created") or 0), paused=d.get("paused") == "1",
             failures=int(d.get("failures") or 0), disabled=d.get("disabled", ""),
             next=int(nxt) if nxt else None, skipped=int(d.get("skipped") or 0), runs=int(d.get("runs") or 0),
-            readable=members is not None,
+            readable=members is not None, what="report" if d.get("what") == "report" else "question",
         )
 
 
@@ -248,6 +251,7 @@ class Run:
     manual: bool = False
     done: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+    what: Literal["question", "report"] = "question"
 
     def fields(self) -> dict[str, str]:
         return {
@@ -255,6 +259,7 @@ class Run:
             "owner": self.owner.user, "groups": json.dumps(list(self.owner.groups)),
             "audience": _requesters_json(self.audience), "target": self.target, "thread": self.thread,
             "question": self.question, "header": self.header, "manual": "1" if self.manual else "0",
+            "what": self.what,
         }
 
     @classmethod
@@ -271,6 +276,7 @@ class Run:
             owner=Requester(user=d.get("owner", ""), groups=groups), audience=audience,
             target=d.get("target", ""), thread=d.get("thread", ""), question=d.get("question", ""),
             header=d.get("header", ""), manual=d.get("manual") == "1", done=d.get("done", ""),
+            what="report" if d.get("what") == "report" else "question",
         )
 
 
