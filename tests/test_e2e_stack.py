@@ -225,12 +225,14 @@ def test_mattermost_answers_fit_everyone_who_reads_them(stack: Stack, chat: Chat
 
 
 def _conversation_until(stack: Stack, user: str, found: Callable[[str], bool], within: float = 40.0) -> str:
-    """``user``'s conversation as text once ``found`` says it holds what we wait for."""
+    """What other services posted into ``user``'s conversation (a schedule's answers, reports:
+    not the person's own questions), as text, once ``found`` says it holds what we wait for."""
     deadline = time.monotonic() + within
     while True:
         r = httpx.get(f"{stack.gateway_url}/v1/conversation",
                       headers={"Authorization": f"Bearer {stack.token(user)}"}, timeout=10)
-        text = json.dumps(r.json()["messages"])
+        posted = [m for m in r.json()["messages"] if m.get("origin") in ("schedule", "report")]
+        text = json.dumps(posted)
         if found(text) or time.monotonic() > deadline:
             return text
         time.sleep(0.2)
