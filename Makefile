@@ -5,6 +5,9 @@ VENV := .venv
 UV := $(VENV)/bin/uv
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export UV_LINK_MODE := copy
+# Every test starts many Python processes: let them keep compiled bytecode (some machines set
+# PYTHONDONTWRITEBYTECODE=1, and then each process compiles everything it imports again).
+unexport PYTHONDONTWRITEBYTECODE
 STAMP := $(VENV)/.sleuth-installed
 
 .DEFAULT_GOAL := help

@@ -65,11 +65,12 @@ async def as_user(acl: Acl) -> AsyncIterator[Any]:
         await r.aclose()
 
 
-def _login(acl: Acl, **credentials: str) -> Redis:
+def _login(acl: Acl, username: str | None = None, password: str | None = None) -> Redis:
     """A client that asks once: redis-py counts a refused login as a connection error and by
     default retries it three times with backoff (about 3 s), which changes nothing about the
     server's answer."""
-    return Redis(host=acl.server.host, port=acl.server.port, retry=Retry(NoBackoff(), 0), **credentials)
+    return Redis(host=acl.server.host, port=acl.server.port, username=username, password=password,
+                 retry=Retry(NoBackoff(), 0))
 
 
 async def test_the_default_user_is_off(acl: Acl) -> None:

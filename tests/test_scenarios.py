@@ -68,9 +68,10 @@ class Runs:
 @pytest.fixture(scope="module")
 def runs(request: pytest.FixtureRequest) -> Iterator[Runs]:
     """The scenarios of the tests selected in this module, in the order they run."""
-    order = [item.callspec.params["scenario"] for item in request.session.items
+    order = [sc for item in request.session.items
              if isinstance(item, pytest.Function) and item.module is request.module
-             and item.originalname == "test_scenario"]
+             and item.originalname == "test_scenario"
+             and isinstance(sc := item.callspec.params["scenario"], Scenario)]
     r = Runs(order)
     try:
         yield r
