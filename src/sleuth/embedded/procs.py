@@ -6,6 +6,7 @@ import contextlib
 import json
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -20,7 +21,37 @@ log = logging.getLogger(__name__)
 __all__ = ["ManagedProcess", "NatsServer", "ValkeyServer", "free_port", "wait_for_port"]
 
 
+_HANDED_OUT: set[int] = set()
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (outgoing connections take ports from it)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on, for a server started soon after. Taken below the kernel's
+    ephemeral range when it can be: a port the kernel hands out (``bind(0)``) may be handed
+    again to an outgoing connection before the server binds it ("address already in use" in a
+    busy test run). Never the same port twice in one process."""
+    high = _ephemeral_low() - 1
+    low = max(10000, high - 12000)
+    for _ in range(200):
+        port = random.randint(low, high) if high > low else 0
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
