@@ -130,8 +130,6 @@ async def submit(
     review: bool = False,
     clusters: tuple[str, ...] = (),
     audience: tuple[Requester, ...] = (),
-    memory: Memory | None = None,
-    history_turns: int | None = None,
     remember: bool = True,
 ) -> Asking:
     """Publish the job for ``question`` and return what waits for its answer; 503 when the bus
@@ -139,15 +137,14 @@ async def submit(
 
     ``token``: the person's bearer token (authz-cache signs who they are), or ``None`` for a
     chat user the gateway mapped itself (it signs as ``sleuth-chat``). ``audience``: everyone
-    else who reads the answer (a chat channel's members). ``memory``: where the conversation is
-    kept (default: the person's own); ``history`` ``None``: its last ``history_turns`` turns;
-    ``remember=False``: nothing is stored (the caller stores what it showed)."""
+    else who reads the answer (a chat channel's members). ``history`` ``None``: the last turns of
+    the person's own conversation, where the question and its answer are then stored;
+    ``remember=False``: nothing is stored (the caller keeps its own memory, e.g. a chat thread's)."""
     cfg = gw.settings.gateway
     t0 = time.monotonic()
-    memory = memory or Memory(gw.conversations, identity.user)
+    memory = Memory(gw.conversations, identity.user)
     if history is None:
-        turns = cfg.history_turns if history_turns is None else history_turns
-        history = await memory.store.history(memory.key, turns)
+        history = await memory.store.history(memory.key, cfg.history_turns)
     job_id = uuid.uuid4().hex
     # The agent trusts the requester only with a signature over it (a fresh one per job):
     # authz-cache's over a login, or the gateway's own over a chat user it mapped.
