@@ -227,6 +227,7 @@ class DiagnosticsResponder:
         self._sub = await self.nc.subscribe(
             self.subjects.agent_diagnostics, queue=self.subjects.agent_queue, cb=self._on_request
         )
+        await self.nc.flush()  # started means the server routes requests to us
 
     async def stop(self) -> None:
         if self._sub is not None:

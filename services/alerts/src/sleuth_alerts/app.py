@@ -137,6 +137,7 @@ class Alerts:
         if self._sub is None:
             commands = ChannelCommands(store, self.settings, self.clock)
             self._sub = await self.nc.subscribe(subjects.alerts_channels_all, queue="alerts", cb=commands.on_request)
+            await self.nc.flush()  # started means the server routes requests to us
         self.js = js
 
     async def stop(self) -> None:

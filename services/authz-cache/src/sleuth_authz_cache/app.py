@@ -42,6 +42,7 @@ class AuthzCache:
         self.deps.watch_redis()
         self.deps.nc = await until_up(self.broker.connect, self.deps.nats_retry)
         await self.app.start()
+        await self.deps.nc.flush()  # started means the server has our subscriptions and routes requests to us
         self.deps.set_up = True
 
     async def aclose(self) -> None:

@@ -99,6 +99,7 @@ class Reporter:
             commands = Commands(self.nc, js, store, self.settings, self.metrics)
             self._sub = await self.nc.subscribe(subjects.reports_all, queue=subjects.reporter_queue,
                                                 cb=commands.on_request)
+            await self.nc.flush()  # started means the server routes requests to us
 
     async def stop(self) -> None:
         if self._sub is not None:

@@ -97,6 +97,7 @@ class Scheduler:
             self.commands = Commands(self.store, self.settings, self.clock, self.nc, self._run_now, self.metrics)
             self._sub = await self.nc.subscribe(subjects.schedules_all, queue=subjects.scheduler_queue,
                                                 cb=self._on_command)
+            await self.nc.flush()  # started means the server routes requests to us
 
     async def _on_command(self, msg: object) -> None:
         assert self.commands is not None
