@@ -11,7 +11,7 @@ unexport PYTHONDONTWRITEBYTECODE
 STAMP := $(VENV)/.sleuth-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install test-tools run test test-fast lint bench chart demo-question demo-kubectl clean
+.PHONY: help install test-tools run test test-fast lint bench chart asyncapi demo-question demo-kubectl clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -37,8 +37,13 @@ test-tools: $(NPM_TOOLS) ## Third-party servers the tests run against (kubernete
 run: install ## Start the whole stack with the demo cluster; web chat on http://127.0.0.1:8080
 	$(VENV)/bin/sleuth up
 
+# Tests run in TEST_WORKERS pytest-xdist processes (0 = in this one); a module stays on one worker,
+# so its module-scoped stacks start once. free_port() gives each worker its own ports.
+TEST_WORKERS ?= 2
+TEST_DIST ?= loadfile
+
 test: install test-tools ## Run the whole test suite (real nats-server, Valkey, MCP over HTTP, simcluster over HTTPS)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist $(TEST_DIST)
 
 test-fast: install ## Unit tests only (no processes)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not connected and not e2e and not browser"
@@ -50,6 +55,9 @@ lint: install ## ruff, import-linter and mypy
 
 bench: install ## Print performance figures as ratios against floors measured in the same run
 	$(VENV)/bin/python -m sleuth.bench
+
+asyncapi: install ## Write docs/asyncapi/<service>.json, each service's AsyncAPI document, from code
+	$(VENV)/bin/sleuth asyncapi
 
 chart: install ## Render helm/sleuth as `helm template` would, offline (VALUES=file.yaml to add values)
 	@$(VENV)/bin/python -m tests.deploy.chart $(if $(VALUES),-f $(VALUES))

@@ -6,12 +6,15 @@ agent and gateway: the same processes `make run` starts, on free ports.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import secrets
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -22,7 +25,9 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from sleuth.embedded.stack import Stack, StackPorts, StackSpec, restart_nats
+from sleuth_common.messages.audit import JobFinished, ScheduleChanged, ToolCall, parse_audit_event
 from tests.fakes.mattermost import Channel, FakeMattermost, User
+from tests.fakes.otlp import OtlpReceiver
 from tests.snapshot_names import tenant_names
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -53,14 +58,23 @@ def chat() -> Iterator[Chat]:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory, demo_snapshot: Path, chat: Chat) -> Iterator[Stack]:
+def otlp() -> Iterator[OtlpReceiver]:
+    """Where the stack's services send their traces (tracing is on for this whole module)."""
+    with OtlpReceiver() as rx:
+        yield rx
+
+
+@pytest.fixture(scope="module")
+def stack(
+    tmp_path_factory: pytest.TempPathFactory, demo_snapshot: Path, chat: Chat, otlp: OtlpReceiver
+) -> Iterator[Stack]:
     people = [{"email": "alice@example.com", "user": "alice", "groups": ["team-a"]},
               {"email": "bob@example.com", "user": "bob", "groups": ["team-b"]}]
     spec = StackSpec(
         snapshot=demo_snapshot,
         state_dir=tmp_path_factory.mktemp("stack"),
         ports=StackPorts.free(),
-        extra_env={"SLEUTH_MATTERMOST_TOKEN": chat.bot.token},
+        extra_env={"SLEUTH_MATTERMOST_TOKEN": chat.bot.token, **otlp.env()},
         extra_config={"agent": {"ack_wait": 4.0, "in_progress_interval": 1.0},
                       "gateway": {"answer_timeout": 45.0, "rate_limit_capacity": 1000,
                                   "mattermost": {"url": chat.mm.url, "people": people}}},
@@ -152,6 +166,37 @@ def test_carol_sees_both_tenants(stack: Stack, demo_snapshot: Path) -> None:
         result = r.json()["result"]
         assert result["status"] == "diagnosed"
         assert result["root_cause"]["resource"].split("/")[1] == ns
+
+
+def test_one_question_is_one_trace_across_the_services(stack: Stack, otlp: OtlpReceiver, chat: Chat) -> None:
+    """The caller's traceparent is honoured by the gateway and carried over NATS and MCP: the
+    question's spans from gateway, authz-cache, agent and kube-mcp share its trace id. No span
+    anywhere carries a credential."""
+    trace_id = secrets.token_hex(16)
+    r = httpx.post(
+        f"{stack.gateway_url}/v1/query",
+        json={"query": "what is failing in team-a?"},
+        headers={"Authorization": f"Bearer {stack.token('alice')}", "traceparent": f"00-{trace_id}-{'1' * 16}-01"},
+        timeout=50,
+    )
+    assert r.status_code == 200, r.text
+    services = {"sleuth-gateway", "sleuth-authz-cache", "sleuth-agent", "sleuth-kube-mcp"}
+
+    def whole(spans: list) -> list | None:
+        mine = [s for s in spans if s.trace_id == trace_id]
+        answered = any(s.service == "sleuth-gateway" and ".jobs.done." in s.name for s in mine)
+        return mine if answered and {s.service for s in mine} >= services else None
+
+    mine = otlp.wait_for(whole, within=20)
+    names = {(s.service, s.name) for s in mine}
+    assert ("sleuth-agent", "investigate job") in names
+    assert any(svc == "sleuth-agent" and n.startswith("execute_tool ") for svc, n in names)
+    assert any(svc == "sleuth-kube-mcp" and n.startswith("tools/call ") for svc, n in names)
+    assert any(svc == "sleuth-authz-cache" and n.endswith(" process") for svc, n in names)
+    secrets_ = {stack.token(u) for u in ("alice", "bob", "carol", "sleuth-authz")} | {chat.bot.token}
+    secrets_ |= {*stack.credentials.nats.values(), *stack.credentials.redis.values()}
+    bodies = otlp.raw()
+    assert not [t for t in secrets_ if len(t) >= 8 and any(t.encode() in b for b in bodies)]
 
 
 async def test_mcp_client_asks_as_alice_through_the_whole_stack(stack: Stack, demo_snapshot: Path) -> None:
@@ -269,6 +314,59 @@ def test_schedules_and_reports_in_the_web_chat(stack: Stack, demo_snapshot: Path
     assert any(n in everyone for n in team_a) and any(n in everyone for n in team_b)
 
 
+def _audit_events(stack: Stack, until: Callable[[list[dict]], bool], within: float = 15.0) -> list[dict]:
+    """Every event of the AUDIT stream, read as the read-only ``audit`` user the way ``sleuth audit
+    tail --json --no-follow`` does, from the login file ``sleuth up`` writes (``audit.yaml``)."""
+    import asyncio
+    import io
+
+    from sleuth.commands.audit import TailOptions, tail
+    from sleuth_common.config import ServiceSettings, load_settings
+
+    settings = load_settings(ServiceSettings, stack.state / "audit.yaml")
+    deadline = time.monotonic() + within
+    while True:
+        out = io.StringIO()
+        asyncio.run(tail(settings, TailOptions(since=datetime.now(UTC) - timedelta(hours=1), follow=False, json=True),
+                         out))
+        events = [json.loads(line) for line in out.getvalue().splitlines()]
+        if until(events) or time.monotonic() > deadline:
+            return events
+        time.sleep(0.2)
+
+
+def test_every_service_audits_its_decisions_and_no_event_leaks(stack: Stack, demo_snapshot: Path) -> None:
+    """After the questions, commands, schedules and reports above (a bearer token on every request;
+    alice asked about a team-b workload by name; carol's tool results were full of both tenants'
+    objects): each service wrote its typed events, and no event carries a token, a password, a
+    signed identity or a name of any tenant's objects."""
+    wanted = {("gateway", "audit.authenticated"), ("gateway", "audit.command"),
+              ("authz-cache", "audit.scope_resolved"), ("authz-cache", "audit.token_reviewed"),
+              ("agent", "audit.job_started"), ("agent", "audit.scope_resolved"), ("agent", "audit.tool_call"),
+              ("agent", "audit.job_finished"), ("scheduler", "audit.schedule_changed"),
+              ("scheduler", "audit.schedule_fired"), ("reporter", "audit.report_requested"),
+              ("reporter", "audit.report_sent")}
+    events = _audit_events(stack, lambda es: wanted <= {(e["service"], e["kind"]) for e in es})
+    assert wanted <= {(e["service"], e["kind"]) for e in events}
+    parsed = [parse_audit_event(e) for e in events]  # every one is a known, typed event
+    alice = [e for e in parsed if e.user == "alice"]
+    assert {"api"} <= {e.entry for e in alice if e.kind == "audit.authenticated" and e.decision == "allowed"}
+    assert any(e.kind == "audit.authenticated" and e.decision == "refused" and e.reason == "invalid_token"
+               for e in parsed)
+    assert any(isinstance(e, JobFinished) and e.status in {"denied", "insufficient_evidence"} for e in alice)
+    assert any(isinstance(e, ToolCall) and e.user == "carol" and e.decision == "allowed" for e in parsed)
+    assert {("created", "alice"), ("deleted", "alice")} <= {(e.op, e.user) for e in parsed
+                                                           if isinstance(e, ScheduleChanged)}
+
+    text = json.dumps(events)
+    secrets_ = {stack.token(u) for u in ("alice", "bob", "carol", "sleuth-authz")} | {"not-a-token"}
+    secrets_ |= set(stack.credentials.nats.values()) | set(stack.credentials.redis.values())
+    assert not [s for s in secrets_ if s in text], "an audit event carries a token or a password"
+    assert "eyJ" not in text and "BEGIN " not in text, "an audit event carries a JWT or a key"
+    names = tenant_names(demo_snapshot, "team-a") | tenant_names(demo_snapshot, "team-b")
+    assert_no_names(events, names)
+
+
 def test_bad_input_gets_clear_errors(stack: Stack) -> None:
     h = {"Authorization": f"Bearer {stack.token('alice')}"}
     r = httpx.post(f"{stack.gateway_url}/v1/query", content=b"{not json", headers=h)
@@ -327,6 +425,124 @@ def test_agent_killed_mid_job_answers_once_after_restart(stack: Stack) -> None:
     assert result["r"].json()["result"]["status"] == "diagnosed"
     job_id = result["r"].json()["job_id"]
     assert seen.count(f"sleuth.jobs.done.{job_id}") == 1, seen
+
+
+def _jobs_queued(stack: Stack) -> int:
+    import asyncio
+
+    async def count() -> int:
+        nc = await nats.connect(**stack.nats_options("gateway"))  # who may read the JOBS stream's state
+        try:
+            return (await nc.jetstream().stream_info("SLEUTH_JOBS")).state.messages
+        finally:
+            await nc.close()
+
+    return asyncio.run(count())
+
+
+def _sse(stack: Stack, user: str, rid: str, question: str, until: set[str]) -> list[tuple[str, dict]]:
+    """``POST /v1/query?stream=1`` with ``X-Request-Id: rid``: the events up to the first in ``until``."""
+    events: list[tuple[str, dict]] = []
+    headers = {"Authorization": f"Bearer {stack.token(user)}", "X-Request-Id": rid, "Accept": "text/event-stream"}
+    with httpx.stream("POST", f"{stack.gateway_url}/v1/query?stream=1", json={"query": question},
+                      headers=headers, timeout=60) as r:
+        assert r.status_code == 200, r.read()
+        buf = ""
+        for chunk in r.iter_text():
+            buf += chunk
+            while "\n\n" in buf:
+                raw, buf = buf.split("\n\n", 1)
+                lines = raw.splitlines()
+                name = next((x[6:].strip() for x in lines if x.startswith("event:")), "message")
+                data = "".join(x[5:].strip() for x in lines if x.startswith("data:"))
+                if data:
+                    events.append((name, json.loads(data)))
+                    if name in until:
+                        return events
+    return events
+
+
+async def _mcp_ask(stack: Stack, rid: str, question: str, accepted: threading.Event | None = None) -> dict:
+    """``ask`` over MCP as alice with ``X-Request-Id: rid``; ``accepted`` is set once the job runs."""
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        if accepted is not None and (message or "").startswith("accepted"):
+            accepted.set()
+
+    headers = {"Authorization": f"Bearer {stack.token('alice')}", "X-Request-Id": rid}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        Client(streamable_http_client(f"{stack.gateway_url}/mcp", http_client=http)) as client,
+    ):
+        result = await client.call_tool("ask", {"question": question}, progress_callback=on_progress)
+    assert not result.is_error, result
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def test_gateway_killed_mid_question_delivers_each_answer_once_after_restart(stack: Stack, chat: Chat) -> None:
+    """SIGKILL the gateway while a web-chat question, an MCP ``ask`` and a Mattermost question wait
+    (the agent held): after a restart the browser's reconnect (same X-Request-Id) and the MCP
+    client's retry get the answers of the jobs already running, each investigated and stored in the
+    conversation once, and the Mattermost answer lands in its thread once. Someone else sending
+    alice's request id gets an investigation of their own, never hers."""
+    import asyncio
+
+    agent = stack.agents[0]
+    question = "what is failing in team-a?"
+    web_rid, mcp_rid = f"web-{secrets.token_hex(8)}", f"mcp-{secrets.token_hex(8)}"
+    stop, seen = threading.Event(), []
+    watcher = threading.Thread(target=_count_results, args=(stack, stop, seen), daemon=True)
+    watcher.start()
+    time.sleep(0.5)
+    mcp_accepted = threading.Event()
+
+    def first_mcp_call() -> None:
+        with contextlib.suppress(Exception):  # the gateway dies under it
+            asyncio.run(_mcp_ask(stack, mcp_rid, question, mcp_accepted))
+
+    agent.kill(signal.SIGSTOP)  # both questions are in flight, unanswered
+    try:
+        accepted = _sse(stack, "alice", web_rid, question, until={"accepted"})
+        web_job = accepted[-1][1]["job_id"]
+        threading.Thread(target=first_mcp_call, daemon=True).start()
+        assert mcp_accepted.wait(20), "the MCP ask never started"
+        chat.mm.wait_for(lambda: chat.mm.connected(chat.bot), 20)
+        in_dm = chat.mm.post_as(chat.alice, chat.mm.dm_channel(chat.alice, chat.bot), question)
+        chat.mm.wait_for(lambda: _jobs_queued(stack) == 3, 20)  # all three submitted
+        gateway = next(p for p in stack.procs if p.name == "gateway")
+        gateway.kill(signal.SIGKILL)
+        stack.procs.remove(gateway)
+        t0 = time.monotonic()
+        stack.start_gateway()
+        print(f"\ngateway restarted in {time.monotonic() - t0:.1f} s")
+    finally:
+        agent.kill(signal.SIGCONT)
+
+    events = _sse(stack, "alice", web_rid, question, until={"result", "error"})
+    assert events[0][0] == "accepted" and events[0][1]["job_id"] == web_job and events[0][1]["resumed"] is True
+    assert events[-1][0] == "result", events
+    assert events[-1][1]["job_id"] == web_job and events[-1][1]["result"]["status"] == "diagnosed", events[-1]
+    mcp = asyncio.run(_mcp_ask(stack, mcp_rid, question))
+    assert mcp["result"]["status"] == "diagnosed" and mcp["job_id"] != web_job
+    # Bob replaying alice's request id: his own job, his own answer.
+    bob = httpx.post(f"{stack.gateway_url}/v1/query", json={"query": question}, timeout=50,
+                     headers={"Authorization": f"Bearer {stack.token('bob')}", "X-Request-Id": web_rid})
+    assert bob.status_code == 200, bob.text
+    assert bob.json()["user"] == "bob" and bob.json()["job_id"] not in (web_job, mcp["job_id"])
+    mm_answer = chat.answer(in_dm)
+    assert "checkout-api" in mm_answer["message"], mm_answer["message"]
+    time.sleep(1.0)  # room for a duplicate answer to show up
+    stop.set()
+    watcher.join(5)
+    assert [p["id"] for p in chat.mm.posts_by(chat.bot) if p["root_id"] == in_dm["id"]] == [mm_answer["id"]]
+    done = [s.rsplit(".", 1)[1] for s in seen]
+    assert len(done) == len(set(done)) == 4, done  # one investigation each: web, MCP, Mattermost, bob
+    assert {web_job, mcp["job_id"], bob.json()["job_id"]} <= set(done)
+    conv = httpx.get(f"{stack.gateway_url}/v1/conversation", timeout=10,
+                     headers={"Authorization": f"Bearer {stack.token('alice')}"}).json()["messages"]
+    answers = [m["job_id"] for m in conv if m["role"] == "assistant" and m.get("job_id") in (web_job, mcp["job_id"])]
+    assert sorted(answers) == sorted([web_job, mcp["job_id"]]), answers  # each stored once
+    assert bob.json()["job_id"] not in json.dumps(conv)
 
 
 def test_authz_unavailable_is_a_clear_answer_not_a_hang(stack: Stack) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from sleuth.embedded import free_port, wait_for_port
+from sleuth_common.audit import tool_call_event
 from sleuth_common.config import ClusterSettings, McpServerSettings
 from sleuth_common.mcp import ClusterTools, ToolAuditEvent, ToolResult
 from sleuth_common.scope import Scope
@@ -104,6 +105,12 @@ async def test_alice_never_sees_team_b(alice: tuple[ClusterTools, list[ToolAudit
         _assert_no_team_b(shown)
     assert len(events) == len(CALLS)
     assert {e.outcome for e in events} >= {"filtered", "denied"}
+    # The audit trail's events of these calls (results full of team-b, arguments naming it): counts
+    # and codes, none of those names, not even the ones alice typed.
+    published = [tool_call_event(e, job_id="j1", entry="api") for e in events]
+    assert {e.decision for e in published} >= {"filtered", "refused"}
+    assert any(e.counts["removed"] for e in published)
+    _assert_no_team_b("\n".join(e.model_dump_json() for e in published))
 
 
 async def test_yaml_lists_keep_alices_records(alice: tuple[ClusterTools, list[ToolAuditEvent]]) -> None:

@@ -524,6 +524,30 @@ def test_image_tag_and_digest_overrides() -> None:
     assert images == {f"ghcr.io/sleuth-dev/sleuth@{digest}"}
 
 
+def test_tracing_values_reach_every_service_as_otel_variables() -> None:
+    """Off by default; with an endpoint every service exports there, its OTLP headers (a backend's
+    credentials) from a Secret, never as a literal."""
+    from tests.deploy.chart import containers
+
+    def otel(objects: list[Obj]) -> dict[str, dict[str, Obj]]:
+        return {d["metadata"]["labels"]["app.kubernetes.io/component"]: {
+            e["name"]: e for c in containers(d) for e in c.get("env", []) if e["name"].startswith("OTEL_")}
+            for d in find(objects, "Deployment")}
+
+    assert not any(otel(render_chart({})).values())
+    values = {"tracing": {"endpoint": "http://otel-collector.observability:4318", "sampler": "parentbased_traceidratio",
+                          "samplerArg": "0.25", "headersSecret": "otlp"}}
+    per_service = otel(render_chart(values))
+    assert set(per_service) == components({})
+    for env in per_service.values():
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"]["value"] == "http://otel-collector.observability:4318"
+        assert (env["OTEL_TRACES_SAMPLER"]["value"], env["OTEL_TRACES_SAMPLER_ARG"]["value"]) == (
+            "parentbased_traceidratio", "0.25")
+        assert env["OTEL_EXPORTER_OTLP_HEADERS"]["valueFrom"] == {"secretKeyRef": {"name": "otlp", "key": "otlp-headers"}}
+    with pytest.raises(helm_python.HelmValuesError):
+        render_chart({"tracing": {"sampler": "sometimes"}})
+
+
 # -- what people read ---------------------------------------------------------------------------------
 
 

@@ -33,6 +33,7 @@ from sleuth_common.identity import (
     job_verifier_from_settings,
     signer_from_settings,
 )
+from sleuth_common.tracing._setup import exporter_from_env
 from sleuth_reporter.asking import REPORTER_ISSUER
 from sleuth_scheduler.firing import SCHEDULER_ISSUER
 from sleuth_simcluster import SimCluster
@@ -641,3 +642,12 @@ def test_dependencies_wait_for_what_each_service_needs() -> None:
             assert {"nats", "valkey"} <= set(deps[name]), name
     assert {"authz-cache", "kube-mcp"} <= upstream("agent") and "agent" in upstream("gateway")
     assert urlsplit(config["clusters"][0]["mcp_servers"][0]["url"]).hostname == "kube-mcp"
+
+
+def test_every_service_takes_tracing_from_the_shell_and_is_off_without_it() -> None:
+    services = {"gateway", "authz-cache", "agent", "alerts", "kube-mcp", "scheduler", "reporter"}
+    for name in services:
+        env = environment(name)
+        assert SERVICES[name]["environment"]["OTEL_EXPORTER_OTLP_ENDPOINT"] == "${OTEL_EXPORTER_OTLP_ENDPOINT:-}", name
+        assert exporter_from_env(env) is None, name
+        assert exporter_from_env({**env, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318"}) == "otlp", name

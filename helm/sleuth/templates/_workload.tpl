@@ -224,6 +224,26 @@ spec:
       name: {{ $auth.existingSecret }}
       key: {{ printf "redis-%s" .component }}
 {{- end }}
+{{- with .ctx.Values.tracing }}
+{{- if .endpoint }}
+# Traces to an OTLP/HTTP collector (sleuth_common.tracing reads the standard variables).
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .endpoint | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ .sampler | quote }}
+{{- if .samplerArg }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ .samplerArg | quote }}
+{{- end }}
+{{- if .headersSecret }}
+- name: OTEL_EXPORTER_OTLP_HEADERS
+  valueFrom:
+    secretKeyRef:
+      name: {{ .headersSecret }}
+      key: {{ .headersKey }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- with .env }}
 {{ . }}
 {{- end }}

@@ -15,6 +15,8 @@ from sleuth_alerts.store import Store
 from sleuth_common.channels import audience_claims
 from sleuth_common.identity import IdentityVerifier, generate_keypair, load_public_key
 from sleuth_common.messages import AlertChannelReply, AlertChannelRequest, Requester
+from sleuth_common.messages.audit import parse_audit_event
+from sleuth_common.subjects import Subjects
 
 from .conftest import ROUTES, Running, alert, payload
 
@@ -55,6 +57,21 @@ def store(s: Running) -> Store:
     return Store(s.alerts.redis, s.settings.prefix)
 
 
+async def audit_events(nc: Any, at_least: int) -> list[Any]:
+    """The events stored in the AUDIT stream so far (waiting until there are ``at_least``)."""
+    subjects, events = Subjects("sleuth"), []
+    sub = await nc.jetstream().subscribe(subjects.audit_all, stream=subjects.stream_audit, ordered_consumer=True)
+    try:
+        while True:
+            try:
+                msg = await sub.next_msg(timeout=5 if len(events) < at_least else 0.3)
+            except TimeoutError:
+                return events
+            events.append(parse_audit_event(msg.data))
+    finally:
+        await sub.unsubscribe()
+
+
 def pods(job_or_text: Any) -> set[str]:
     return {a.labels["pod"] for a in job_or_text.alerts}
 
@@ -81,6 +98,19 @@ async def test_a_mattermost_channel_is_fitted_to_the_members_the_gateway_listed(
         who = verifier.verify(job.identity)
         assert who.user == "alice" and set(who.members) == set(audience_claims(job.audience))
         assert json.loads(post.meta["readers"]) == ["alice|team-a", "bob|team-b"]
+
+        # The audit trail: the mark, the webhook post, the batch investigated; counts, never a pod.
+        events = await audit_events(s.bus.nc, 3)
+        marked, received, batched = (next(e for e in events if e.kind == f"audit.{k}")
+                                     for k in ("channel_marked", "alert_received", "alert_batched"))
+        assert (marked.user, marked.op, marked.channel, marked.decision, marked.counts) == (
+            "alice", "on", MM, "allowed", {"members": 2})
+        assert (received.route, received.entry, received.decision, received.counts["alerts"]) == (
+            "mm", "alertmanager", "allowed", 2)
+        assert (batched.job_id, batched.user, batched.decision) == (job.id, "alice", "allowed")
+        assert (batched.counts["alerts"], batched.counts["hidden"]) == (1, 1)
+        assert all(e.service == "alerts" for e in events)
+        assert not any(name in e.model_dump_json() for e in events for name in (TEAM_A_POD, SHARED_POD, "payroll"))
 
         # bob left: the gateway's member list with the next `alerts status` replaces the stored one.
         status = await ask(s, "status", ALICE, members=(ALICE,))

@@ -7,7 +7,6 @@ closed port, which is also how "Redis unavailable" is exercised.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -24,7 +23,9 @@ from sleuth_common.messages import (
     ScopeReply,
     ScopeRequest,
 )
+from sleuth_common.messages.audit import AuditEvent, ClusterCount, ScopeResolved, parse_audit_event
 from sleuth_common.messages.authz import CLUSTER_KINDS
+from sleuth_common.messages.errors import BusErrorReply
 from sleuth_common.subjects import Subjects
 
 
@@ -33,7 +34,14 @@ class Bus:
     parts: AuthzCache
     broker: Any
     subjects: Subjects
-    audit: list[dict[str, Any]] = field(default_factory=list)
+    audit: list[AuditEvent] = field(default_factory=list)
+
+    async def events(self, kind: str, n: int) -> list[Any]:
+        """The first ``n`` audit events of ``kind`` (published in the background), waited for."""
+        async with asyncio.timeout(5):
+            while len(found := [e for e in self.audit if e.kind == f"audit.{kind}"]) < n:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        return found
 
     async def scope(self, user: str, groups: tuple[str, ...] = ()) -> ScopeReply:
         msg = await self.broker.request(ScopeRequest(user=user, groups=groups), self.subjects.authz_scope, timeout=5)
@@ -54,11 +62,11 @@ class Bus:
 async def running(settings, backend) -> AsyncIterator[Bus]:
     parts = build(settings, backend=backend)
     subjects = Subjects(settings.prefix)
-    audit: list[dict[str, Any]] = []
+    audit: list[AuditEvent] = []
 
-    @parts.broker.subscriber(subjects.audit("scope_resolved"))
-    async def on_audit(event: dict[str, Any]) -> None:
-        audit.append(event)
+    @parts.broker.subscriber(subjects.audit_all, stream=subjects.stream_audit)  # a reader of the AUDIT stream
+    async def on_audit(body: dict[str, Any]) -> None:
+        audit.append(parse_audit_event(body))
 
     try:
         async with TestNatsBroker(parts.broker) as br:
@@ -129,21 +137,30 @@ async def test_cluster_without_namespace_list_permission_errors_for_tenants_only
     assert carol.errors == {}
 
 
-async def test_audit_event_counts_not_names(settings_factory, fake_backend, dead_redis_url):
+async def test_audit_events_count_never_name(settings_factory, fake_backend, dead_redis_url):
+    """scope_resolved and token_reviewed: who and counts per cluster, never a namespace or a token."""
     fake_backend.clusters["prod-1"].fail = "cannot connect: refused"
     async with running(settings_factory(dead_redis_url), fake_backend) as bus:
         await bus.scope("alice", ("team-a",))
-        await asyncio.sleep(0)
-        events = list(bus.audit)
+        fake_backend.clusters["prod-1"].fail = None  # else an unknown token is "unavailable", not refused
+        assert (await bus.authenticate("demo-bob-token")).authenticated
+        assert not (await bus.authenticate("not-a-token-xyz")).authenticated
+        [event] = await bus.events("scope_resolved", 1)
+        accepted, refused = await bus.events("token_reviewed", 2)
+        assert bus.counter("sleuth_audit_events_total", outcome="published") == 3
 
-    assert len(events) == 1
-    event = events[0]
-    assert event["user"] == "alice"
-    assert event["clusters"] == {"demo": {"namespaces": 1, "cluster_wide": False}}
-    assert event["errors"] == ["prod-1"]
-    assert event["cached"] is False
-    assert event["duration_ms"] >= 0
-    assert "team-a" not in json.dumps(event)
+    assert isinstance(event, ScopeResolved) and event.service == "authz-cache"
+    assert (event.user, event.groups, event.decision, event.reason) == ("alice", ("team-a",), "error",
+                                                                        "cluster_unavailable")
+    assert event.clusters == (ClusterCount(name="demo", namespaces=1), ClusterCount(name="prod-1", error=True))
+    assert event.counts == {"clusters": 1, "namespaces": 1, "errors": 1}
+    assert event.cached is False and event.duration_ms >= 0
+    assert "team-a\"" not in event.model_dump_json().replace('"groups":["team-a"]', "")
+    assert (accepted.decision, accepted.user) == ("allowed", "bob") and "team-b" in accepted.groups
+    assert accepted.counts == {"groups": len(accepted.groups)}
+    assert (refused.decision, refused.reason, refused.user) == ("refused", "invalid_token", "")
+    assert not any("token" in e.model_dump_json().replace("token_reviewed", "").replace("invalid_token", "")
+                   for e in bus.audit)
 
 
 async def test_scope_answers_when_redis_is_down(settings_factory, fake_backend, dead_redis_url):
@@ -362,13 +379,12 @@ async def test_cache_hit_then_miss_after_ttl(settings_factory, fake_backend, val
         assert bus.counter("sleuth_authz_scope_requests_total", outcome="hit") == 1
         await asyncio.sleep(0.6)
         third = await bus.scope("alice", ("team-a", "system:authenticated"))
-        await asyncio.sleep(0)
-        audit = list(bus.audit)
+        audit = await bus.events("scope_resolved", 3)
 
     assert not first.cached and second.cached and not third.cached
     assert second.clusters == first.clusters and second.user == "alice"
     assert fake_backend.resolutions("demo") == 2
-    assert [e["cached"] for e in audit] == [False, True, False]
+    assert [e.cached for e in audit] == [False, True, False]
 
 
 @pytest.mark.connected
@@ -442,3 +458,25 @@ async def test_successful_token_reviews_are_cached_by_hash(settings_factory, fak
     assert any(":token:" in k for k in keys)
     assert not any("demo-alice-token" in k for k in keys)
     assert all(b"demo-alice-token" not in (v or b"") for v in values)
+
+
+# -- failures are answered (sleuth_common.bus) -------------------------------------------------
+
+async def test_a_malformed_request_or_a_crash_is_answered_never_a_timeout(
+    settings_factory, fake_backend, dead_redis_url, monkeypatch, caplog
+):
+    token = "sha256~a-token-that-must-not-travel-back"
+    async with running(settings_factory(dead_redis_url), fake_backend) as bus:
+        refused = await bus.broker.request({"kind": "authz.authenticate.request", "token": [token]},
+                                           bus.subjects.authz_authenticate, timeout=5)
+        assert refused.headers["Sleuth-Error"] == "permanent" and token not in refused.body.decode()
+
+        async def broken(user: str, groups: tuple[str, ...]) -> Any:
+            raise RuntimeError("a bug")
+
+        monkeypatch.setattr(bus.parts.service, "scope", broken)
+        crashed = await bus.broker.request(ScopeRequest(user="alice"), bus.subjects.authz_scope, timeout=5)
+        err = BusErrorReply.model_validate_json(crashed.body)
+        assert crashed.headers["Sleuth-Error"] == "temporary" and err.temporary and err.ref in caplog.text
+        assert bus.counter("sleuth_handler_crashes_total", service="authz-cache", handler="scope") == 1
+    assert token not in caplog.text

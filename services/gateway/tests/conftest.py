@@ -243,12 +243,14 @@ class Stack:
         return events
 
 
-def make_settings(nats_url: str, redis_url: str, **gateway: Any) -> Settings:
+def make_settings(nats_url: str, redis_url: str, *, redis_timeout: float = 0.5, authz_timeout: float = 1.0,
+                  **gateway: Any) -> Settings:
+    """Short Redis and authz-cache timeouts, so tests of their failures end quickly."""
     return Settings(
         prefix=PREFIX,
         nats={"url": nats_url, "connect_timeout": 2.0},
-        redis={"url": redis_url, "timeout": 0.5},
-        authz={"request_timeout": 1.0},
+        redis={"url": redis_url, "timeout": redis_timeout},
+        authz={"request_timeout": authz_timeout},
         gateway={"port": free_port(), "answer_timeout": 5.0, **gateway},
     )
 
@@ -290,12 +292,15 @@ async def serve(app: Any, settings: Settings, *, ready: bool = True) -> AsyncIte
 
 @pytest.fixture
 def start_stack(nats_server: NatsServer, valkey: ValkeyServer) -> Callable[..., Any]:
-    """``async with start_stack(authz=True, behaviour=..., **gateway_settings) as stack``."""
+    """``async with start_stack(authz=True, behaviour=..., **gateway_settings) as stack`` (and
+    ``redis_timeout``/``authz_timeout`` in place of make_settings' short ones)."""
 
     @asynccontextmanager
-    async def _start(*, authz: bool = True, agent: str = "answer", **gateway: Any) -> AsyncIterator[Stack]:
+    async def _start(*, authz: bool = True, agent: str = "answer", redis_timeout: float = 0.5,
+                     authz_timeout: float = 1.0, **gateway: Any) -> AsyncIterator[Stack]:
         behaviour = {"answer": answer_with_progress, "silent": stay_silent}[agent]
-        settings = make_settings(nats_server.url, valkey.url, **gateway)
+        settings = make_settings(nats_server.url, valkey.url, redis_timeout=redis_timeout,
+                                 authz_timeout=authz_timeout, **gateway)
         subjects = Subjects(PREFIX)
         nc = await nats.connect(nats_server.url)
         fake_authz = await FakeAuthz(nc, subjects).start() if authz else None

@@ -98,6 +98,7 @@ async def test_rate_limit_is_per_user_and_says_when_to_retry(start_stack):
         assert (await s.client.post("/v1/query", json={"query": "help"}, headers=BOB)).status_code == 200
         metrics = (await s.client.get("/metrics")).text
         assert "sleuth_gateway_rate_limited_total 1.0" in metrics
+        assert 'sleuth_gateway_messages_total{outcome="rate_limited",surface="api"} 1.0' in metrics
 
 
 async def test_no_authz_responder_is_a_quick_503(start_stack):
@@ -160,6 +161,10 @@ async def test_a_question_is_answered_with_its_evidence(start_stack):
         metrics = (await s.client.get("/metrics")).text
         assert 'sleuth_gateway_requests_total{route="/v1/query",status="200"} 1.0' in metrics
         assert "sleuth_gateway_query_seconds_count 1.0" in metrics
+        assert 'sleuth_gateway_messages_total{outcome="answered",surface="api"} 1.0' in metrics
+        # The JOBS queue as the gateway reads it from JetStream: the agent's consumer, nothing waiting.
+        assert "sleuth_jobs_consumer_up 1.0" in metrics
+        assert "sleuth_jobs_pending 0.0" in metrics and "sleuth_jobs_oldest_seconds 0.0" in metrics
 
 
 async def test_history_from_the_conversation_goes_with_the_next_job(start_stack):

@@ -49,6 +49,12 @@ def retry_after(resp: httpx.Response) -> int:
 
 # ------------------------------------------------------------------ 1. one user's burst
 
+BURST_TIMEOUTS = {"redis_timeout": 5.0, "authz_timeout": 5.0}
+"""The burst is sent from the event loop the gateway runs in: on a busy machine (tests running in
+parallel) a Redis command or an authz-cache look-up can wait there longer than the fixtures'
+short timeouts, which would answer 503 for reasons no gateway of its own would have. What is
+checked (who is refused at once, who is served) does not depend on these timeouts."""
+
 
 async def _signed_in(s: Any, *headers: dict[str, str]) -> None:
     """Sign these callers in first: the burst is about what a signed-in user can do (and the fake
@@ -61,7 +67,7 @@ async def test_one_users_burst_of_questions_leaves_others_served(start_stack):
     """200 concurrent questions from alice: a few run, the rest are told to wait (429), and bob's
     questions asked in the middle of the burst are answered; nobody gets a 503."""
     async with start_stack(
-        rate_limit_capacity=1000, rate_limit_refill_per_second=100, max_inflight_per_user=4
+        rate_limit_capacity=1000, rate_limit_refill_per_second=100, max_inflight_per_user=4, **BURST_TIMEOUTS
     ) as s:
         await _signed_in(s, ALICE, BOB)
         limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
@@ -74,7 +80,7 @@ async def test_one_users_burst_of_questions_leaves_others_served(start_stack):
             assert resp.status_code == 200, resp.text
             assert resp.json()["user"] == "bob"
         statuses = sorted({r.status_code for r in alice_answers})
-        assert statuses == [200, 429], statuses
+        assert statuses == [200, 429], {r.text for r in alice_answers if r.status_code not in (200, 429)}
         refused = [r for r in alice_answers if r.status_code == 429]
         assert_error(refused[0], 429, "in flight")
         retry_after(refused[0])
@@ -87,7 +93,8 @@ async def test_a_burst_of_reads_is_cut_at_the_door_and_others_are_served(start_s
     over her share of requests in progress are refused at once, before they wait for Redis, and
     bob's reads during the burst are answered; nobody gets a 503."""
     async with start_stack(
-        read_rate_limit_capacity=1000, read_rate_limit_refill_per_second=100, max_requests_per_user=8
+        read_rate_limit_capacity=1000, read_rate_limit_refill_per_second=100, max_requests_per_user=8,
+        **BURST_TIMEOUTS,
     ) as s:
         await _signed_in(s, ALICE, BOB)
         limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
@@ -108,7 +115,7 @@ async def test_a_burst_of_reads_is_cut_at_the_door_and_others_are_served(start_s
 async def test_a_burst_of_bad_tokens_from_one_address_leaves_other_addresses_served(start_stack):
     """An outsider sends 200 different tokens at once from one address: a few are looked up, the
     rest are refused at once; bob signs in from another address meanwhile."""
-    async with start_stack(max_sign_ins_per_address=4, auth_failure_limit=1000) as s:
+    async with start_stack(max_sign_ins_per_address=4, auth_failure_limit=1000, **BURST_TIMEOUTS) as s:
         limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
         other = httpx.AsyncHTTPTransport(local_address="127.0.0.2")
         async with (

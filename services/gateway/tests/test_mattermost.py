@@ -136,7 +136,7 @@ def start_bot(nats_server: NatsServer, valkey: ValkeyServer, world: World, monke
         async def on_audit(msg: Any) -> None:
             bot.audits.append(json.loads(msg.data))
 
-        await nc.subscribe(subjects.audit("chat_identity"), cb=on_audit)
+        await nc.subscribe(subjects.audit_all, cb=on_audit)
         people = [
             {"email": "alice@example.com", "user": "alice", "groups": ["team-a"]},
             {"email": "bob@example.com", "user": "bob", "groups": ["team-b"]},
@@ -286,9 +286,12 @@ async def test_unmapped_people_get_no_identity(start_bot: Any, world: World) -> 
         question = world.mm.post_as(world.mallory, dm, "what is failing in team-a?")
         [reply] = await bot.answered(question)
         assert "don't know who you are in Kubernetes" in reply["message"]
-        await asyncio.sleep(0.1)
-        assert bot.audits and bot.audits[0]["outcome"] == "unmapped"
-        assert bot.audits[0]["mattermost_user_id"] == world.mallory.id
+        async with asyncio.timeout(5):
+            while not (refused := [a for a in bot.audits if a["kind"] == "audit.authenticated"]):  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+        assert refused[0]["decision"] == "refused" and refused[0]["reason"].startswith("unmapped")
+        assert refused[0]["entry"] == "mattermost" and refused[0]["chat_user_id"] == world.mallory.id
+        assert refused[0]["user"] == "" and world.mallory.username not in json.dumps(refused[0])
 
         # In a channel mallory reads, alice is not answered there either (the answer must fit
         # mallory, who has no known access), and is told why.

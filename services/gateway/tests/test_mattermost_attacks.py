@@ -342,21 +342,31 @@ async def test_floods_are_bounded_for_unmapped_and_mapped_accounts(start_bot: An
     """Attack: mallory (unmapped) floods the bot's DM with 25 posts, and bob sends 25 questions
     to ~shared at once.
 
-    Safe: per-account limits before anything is looked up — mallory gets at most the bucket's
-    burst (10) of replies and no job; bob at most a burst of jobs, each fitted to alice too."""
-    async with start_bot() as bot:
+    Safe: per-account limits before anything is looked up — mallory gets the bucket's burst (10)
+    of replies and no job; bob at most a burst of jobs, each fitted to alice too. (The bucket
+    refills so slowly here that no token comes back during the test: the counts are exact however
+    long a busy machine takes to handle the posts.)"""
+    async with start_bot(gateway={"rate_limit_capacity": 10, "rate_limit_refill_per_second": 0.001}) as bot:
         dm = world.mm.dm_channel(world.mallory, world.bot)
         for i in range(25):
             world.mm.post_as(world.mallory, dm, f"what is failing in team-a? ({i})")
         for i in range(25):
             world.mm.post_as(world.bob, world.shared, f"@sleuth what is failing? ({i})")
-        await asyncio.sleep(1.5)
-        replies_to_mallory = [p for p in world.mm.posts_in(dm) if p["user_id"] == world.bot.id]
-        assert 1 <= len(replies_to_mallory) <= 12
+
+        def finished(channel: Channel) -> list[str]:
+            return [m for m in bot_messages(world.mm, world.bot, channel) if not m.startswith(test_mattermost.WORKING)]
+
+        # Each post let through gets one reply (mallory's: "not mapped"; bob's: an answer, or a
+        # refusal while his others are in flight); then a later question of alice's is answered.
+        await world.mm.wait_for_async(lambda: len(finished(dm)) >= 10 and len(finished(world.shared)) >= 10, 30.0)
+        bob_jobs = list(bot.agent.jobs)
+        await settled(bot, world.alice)
+        assert len(finished(dm)) == 10
+        assert len(bot_messages(world.mm, world.bot, world.shared)) == 10
         assert all(j.requester != Requester(user="mallory") for j in bot.agent.jobs)
-        assert 1 <= len(bot.agent.jobs) <= 12
-        assert all(j.requester == BOB and j.audience == (ALICE,) for j in bot.agent.jobs)
-        assert len(bot_messages(world.mm, world.bot, world.shared)) <= 14
+        assert 1 <= len(bob_jobs) <= 10
+        assert all(j.requester == BOB and j.audience == (ALICE,) for j in bob_jobs)
+        assert [j for j in bot.agent.jobs if j.requester != ALICE] == bob_jobs
 
 
 # -- commands -----------------------------------------------------------------------------------

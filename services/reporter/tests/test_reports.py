@@ -239,4 +239,5 @@ async def test_who_may_ask_where(start_reporter: Any, smtp: Any) -> None:
             nope = await ask(r.nc, "status", user="bob", groups=("team-b",), target=CHANNEL, **req)
             assert not nope.ok and nope.report is None and "no report" in nope.text
         malformed = await r.nc.request(SUBJECTS.reports("run"), b"{}", timeout=5)
-        assert b'"ok":false' in malformed.data
+        assert malformed.headers is not None and malformed.headers["Sleuth-Error"] == "permanent"
+        assert b'"temporary":false' in malformed.data

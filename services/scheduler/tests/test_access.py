@@ -16,6 +16,7 @@ from nats.aio.msg import Msg
 from sleuth.embedded import NatsServer, ValkeyServer, free_port
 from sleuth.embedded.access import Credentials, nats_authorization, redis_acl_file
 from sleuth_common.messages import ScheduleReply, ScheduleRequest
+from sleuth_common.messages.audit import parse_audit_event
 from sleuth_common.subjects import Subjects
 from sleuth_scheduler import Clock, Settings, build
 
@@ -77,8 +78,13 @@ async def test_everything_works_within_the_schedulers_permissions(tmp_path: Path
             await agent.wait_posts(2)
             assert (await ask("pause", id=sid)).ok and (await ask("resume", id=sid)).ok
             assert (await ask("delete", id=sid)).ok
-            await asyncio.sleep(0.2)
-            assert len(audit) == 4  # created, pause, resume, delete
+            async with asyncio.timeout(5):
+                while len(audit) < 6:  # noqa: ASYNC110
+                    await asyncio.sleep(0.02)
+            events = [parse_audit_event(a) for a in audit]
+            assert sorted((e.kind, getattr(e, "op", ""), e.user) for e in events) == [
+                ("audit.schedule_changed", op, "alice") for op in ("created", "deleted", "paused", "resumed")
+            ] + [("audit.schedule_fired", "", "alice")] * 2
         finally:
             await agent.stop()
             for nc in (gateway, agent_nc, audit_nc):

@@ -21,7 +21,8 @@ NATS rules of thumb, checked by tests/test_bus_auth.py against a real server:
   its own durable consumers (info, create, next) and the ``$JS.ACK`` subjects of those
   consumers, never ``$JS.API.>``: it cannot read, purge or delete a stream it does not own, nor
   make a consumer on one. The gateway also sees every stream's state for ``diagnostics`` (stream
-  info and consumer lists: counts, never messages).
+  info and consumer lists: counts, never messages), and gets a job's answer kept in RESULTS after
+  a restart (``STREAM.MSG.GET``: the answers it receives live anyway).
 """
 
 from __future__ import annotations
@@ -58,8 +59,6 @@ COMING_SERVICES: frozenset[str] = frozenset()
 AUDIT_USER = "audit"
 """NATS only: reads ``<prefix>.audit.>`` and nothing else (an ops tail, a SIEM shipper)."""
 
-AUDIT_DURABLE = "audit"
-"""The audit user's durable consumer, once an AUDIT stream exists (sleuth_common.streams)."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +104,7 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
     progress_all = f"{prefix}.jobs.progress.*"
     schedules_all = f"{prefix}.schedules.*"
     reports_all = f"{prefix}.reports.*"
-    jobs, chat, alerts = s.stream_jobs, s.stream_chat, s.stream_alerts
+    jobs, chat, alerts, results = s.stream_jobs, s.stream_chat, s.stream_alerts, s.stream_results
     perms = {
         "gateway": NatsPermissions(
             publish=(
@@ -115,6 +114,8 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
                 # `diagnostics`: read-only state (message and consumer counts, consumers' pending
                 # counts) of the streams it does not make; no messages, no changes.
                 f"$JS.API.STREAM.INFO.{alerts}", *(f"$JS.API.CONSUMER.LIST.{x}" for x in (jobs, chat, alerts)),
+                # a job's kept answer after a restart (the answers it may already overhear live)
+                *_stream(results), f"$JS.API.STREAM.MSG.GET.{results}",
             ),
             subscribe=(progress_all, s.jobs_done_all, inbox("gateway")),
             note="asks authz-cache who a token is and what they may read, submits jobs, watches "
@@ -132,7 +133,7 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
         "agent": NatsPermissions(
             publish=(
                 s.authz_scope, s.authz_resolve, s.authz_inventory, progress_all, s.jobs_done_all,
-                s.alerts_results_all, audit, *_stream(jobs), *_consumer(jobs, s.agent_durable),
+                s.alerts_results_all, audit, *_stream(jobs), *_consumer(jobs, s.agent_durable), *_stream(results),
                 # answers to `diagnostics` only, not into the gateway's other replies
                 s.agent_diagnostics_reply("_INBOX.gateway"),
             ),
@@ -175,13 +176,21 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
             publish=(), subscribe=(audit,), note="reads the audit events; publishes nothing",
         ),
     }
-    audit_stream = stream_specs(s).get("audit")
-    if audit_stream is not None:  # a durable consumer of its own on the AUDIT stream
-        perms[AUDIT_USER] = NatsPermissions(
-            publish=(*_stream(audit_stream.name)[:1], *_consumer(audit_stream.name, AUDIT_DURABLE)),
-            subscribe=(audit, inbox(AUDIT_USER)),
-            note="reads the audit events (core and the AUDIT stream); publishes nothing else",
-        )
+    # Every service publishes its audit events to the AUDIT stream (and may create it at start).
+    audit_stream = stream_specs(s)["audit"].name
+    for service in SERVICES:
+        p = perms[service]
+        perms[service] = NatsPermissions(publish=(*p.publish, *_stream(audit_stream)), subscribe=p.subscribe,
+                                         note=p.note)
+    # The audit user reads stored events one by one (STREAM.MSG.GET: by start time, then by
+    # sequence) and follows new ones live. It makes no consumer: a consumer's config names where
+    # its messages are delivered, and nats-server does not check that subject against the
+    # creator's permissions, so a reader allowed to make one could pour the trail into CHAT or JOBS.
+    perms[AUDIT_USER] = NatsPermissions(
+        publish=(f"$JS.API.STREAM.INFO.{audit_stream}", f"$JS.API.STREAM.MSG.GET.{audit_stream}"),
+        subscribe=(audit, inbox(AUDIT_USER)),
+        note="reads the audit events (live and replayed from the AUDIT stream); publishes nothing else",
+    )
     return perms
 
 

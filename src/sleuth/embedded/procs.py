@@ -32,13 +32,27 @@ def _ephemeral_low() -> int:
         return 32768
 
 
+def _worker_share(low: int, high: int) -> tuple[int, int]:
+    """This process's share of ``low..high``: the whole range, except under pytest-xdist, where
+    worker ``gwN`` of ``PYTEST_XDIST_WORKER_COUNT`` takes the N-th of that many disjoint slices,
+    so two workers never hand out the same port (each one remembers only its own)."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not (worker.startswith("gw") and worker[2:].isdigit() and count.isdigit() and int(count) > 1):
+        return low, high
+    index, n = int(worker[2:]), int(count)
+    size = (high - low + 1) // n
+    if index >= n or size < 100:
+        return low, high
+    return low + index * size, low + (index + 1) * size - 1
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A port nothing listens on, for a server started soon after. Taken below the kernel's
     ephemeral range when it can be: a port the kernel hands out (``bind(0)``) may be handed
     again to an outgoing connection before the server binds it ("address already in use" in a
-    busy test run). Never the same port twice in one process."""
+    busy test run). Never the same port twice in one process, nor in two pytest-xdist workers."""
     high = _ephemeral_low() - 1
-    low = max(10000, high - 12000)
+    low, high = _worker_share(max(10000, high - 12000), high)
     for _ in range(200):
         port = random.randint(low, high) if high > low else 0
         if port in _HANDED_OUT:

@@ -21,8 +21,22 @@ from typing import Any
 import httpx
 import yaml
 
-from sleuth.embedded.access import SERVICES, Credentials, NatsPermissions, nats_authorization, redis_acl_file
-from sleuth.embedded.procs import ManagedProcess, NatsServer, ValkeyServer, free_port, wait_for_port
+from sleuth.embedded.access import (
+    AUDIT_USER,
+    SERVICES,
+    Credentials,
+    NatsPermissions,
+    nats_authorization,
+    redis_acl_file,
+)
+from sleuth.embedded.procs import (
+    ManagedProcess,
+    NatsServer,
+    ValkeyServer,
+    _write_private,
+    free_port,
+    wait_for_port,
+)
 
 log = logging.getLogger(__name__)
 
@@ -288,6 +302,17 @@ class Stack:
             else:
                 cfg[key] = value
         self.config_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        self._write_audit_login(str(cfg.get("prefix", "sleuth")))
+
+    def _write_audit_login(self, prefix: str) -> None:
+        """``audit.yaml`` and ``audit.password`` (mode 0600): how ``sleuth audit tail`` logs in to
+        this stack as the read-only ``audit`` user."""
+        assert self.nats is not None
+        password = self.state / "audit.password"
+        _write_private(password, self.credentials.nats[AUDIT_USER])
+        login = {"prefix": prefix, "nats": {"url": self.nats.url, "user": AUDIT_USER, "password_env": "",
+                                            "password_file": str(password)}}
+        _write_private(self.state / "audit.yaml", yaml.safe_dump(login, sort_keys=False))
 
     def _demo_routes(self) -> list[dict[str, Any]]:
         """Route ``team-a`` → channel ``team-a-alerts``, investigating as alice with her groups.
@@ -342,6 +367,11 @@ class Stack:
         proc, port = self._start_agent(index, env)
         self._wait_healthy(proc, port)
         return proc
+
+    def start_gateway(self) -> ManagedProcess:
+        """Start the gateway again (after it was stopped or killed) and wait until it is ready."""
+        env = {AUTHZ_TOKEN_ENV: self.token("sleuth-authz"), **self.spec.extra_env}
+        return self._service("gateway", "sleuth_gateway", env, health=self.spec.ports.gateway)
 
     def _start_agent(self, index: int, env: dict[str, str] | None) -> tuple[ManagedProcess, int]:
         env = env or {AUTHZ_TOKEN_ENV: self.token("sleuth-authz"), **self.spec.extra_env}

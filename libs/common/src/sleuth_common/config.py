@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 __all__ = [
+    "AuditSettings",
     "AuthzSettings",
     "ClusterSettings",
     "IdentitySettings",
@@ -52,6 +53,9 @@ class NatsSettings(_Group):
     password_env: str = "SLEUTH_NATS_PASSWORD"
     """Environment variable holding the password of ``user`` (secrets come only from the
     environment)."""
+    password_file: str = ""
+    """Or a file holding it (a mounted Secret; the embedded stack's ``audit.password``), read when
+    ``password_env`` is unset or empty."""
     creds_file: str = ""
     """NATS ``.creds`` file (user JWT and nkey seed, decentralized auth); instead of ``user``."""
     nkey_seed_file: str = ""
@@ -71,8 +75,11 @@ class NatsSettings(_Group):
     match the prefix its permissions allow."""
 
     def password(self) -> SecretStr | None:
-        """The password of ``user`` from ``password_env``, or None when unset or empty."""
+        """The password of ``user`` from ``password_env`` (else ``password_file``), or None when
+        unset or empty."""
         value = os.environ.get(self.password_env, "") if self.password_env else ""
+        if not value and self.password_file:
+            value = Path(self.password_file).read_text(encoding="utf-8").strip()
         return SecretStr(value) if value else None
 
     def inbox(self) -> str:
@@ -114,6 +121,26 @@ class JetStreamSettings(_Group):
     replicas: int = Field(default=1, ge=1, le=5)
     """Replicas of the streams the services create at start (JOBS, CHAT, ALERTS): 1 for a single
     nats-server, 3 for a clustered one (a stream that already exists is left as it is)."""
+    results_max_age: float = Field(default=3600.0, ge=60.0)
+    """Seconds the RESULTS stream keeps each job's answer: a gateway restarted while a question ran
+    (or a client retrying with the same request id) finds it there for this long. Set the same on
+    every service (whichever starts first creates the stream)."""
+    results_max_bytes: int = Field(default=1 << 30, ge=1 << 20)
+    """Bytes the RESULTS stream keeps at most (the oldest answers go first)."""
+
+
+class AuditSettings(_Group):
+    max_age: float = Field(default=30 * 86400.0, ge=60.0)
+    """Seconds the AUDIT stream keeps each event (default 30 days). Set the same on every service:
+    whichever starts first creates the stream; an existing stream is left as it is."""
+    max_bytes: int = Field(default=1 << 30, ge=1 << 20)
+    """Bytes the AUDIT stream keeps at most (default 1 GiB); the oldest events go first."""
+    publish_timeout: float = Field(default=2.0, gt=0)
+    """Seconds one event may wait for JetStream's acknowledgement before it is retried. Events are
+    published in the background: a slow or absent NATS never delays the request they describe."""
+    backlog: int = Field(default=10_000, ge=1)
+    """Events held in memory while JetStream cannot take them; beyond it the oldest are dropped
+    (logged and counted in ``sleuth_audit_events_total{outcome="dropped"}``)."""
 
 
 class LoggingSettings(_Group):
@@ -269,6 +296,7 @@ class ServiceSettings(BaseSettings):
     nats: NatsSettings = Field(default_factory=NatsSettings)
     redis: RedisSettings = Field(default_factory=RedisSettings)
     jetstream: JetStreamSettings = Field(default_factory=JetStreamSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     clusters: list[ClusterSettings] = Field(default_factory=list)
     authz: AuthzSettings = Field(default_factory=AuthzSettings)

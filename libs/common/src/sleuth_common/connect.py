@@ -24,6 +24,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from sleuth_common.config import NatsSettings, RedisSettings
+from sleuth_common.tracing import broker_middlewares
 
 __all__ = [
     "ConnectConfigError",
@@ -136,7 +137,11 @@ def nats_broker_options(settings: NatsSettings, *, name: str) -> dict[str, Any]:
 
 def nats_broker(settings: NatsSettings, *, name: str, **extra: Any) -> NatsBroker:
     """A FastStream ``NatsBroker`` for ``settings`` (not connected); ``extra`` adds broker
-    options such as ``max_reconnect_attempts`` or ``log_level``."""
+    options such as ``max_reconnect_attempts`` or ``log_level``. With tracing on, its handlers
+    continue the trace each message carries."""
+    middlewares = (*extra.pop("middlewares", ()), *broker_middlewares())
+    if middlewares:
+        extra["middlewares"] = middlewares
     return NatsBroker(**nats_broker_options(settings, name=name), **extra)
 
 

@@ -1,6 +1,7 @@
 """Log set-up for every Sleuth process: plain text locally, JSON lines in deployments.
 
-Either way the `extra` fields (job_id, request_id, user, cluster …) travel with the line."""
+Either way the `extra` fields (job_id, request_id, user, cluster …) travel with the line, and
+while a span is active (tracing on) its ``trace_id`` and ``span_id``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from typing import Any
 
 from sleuth_common.config import LoggingSettings
+from sleuth_common.tracing import current_ids
 
 __all__ = ["JsonFormatter", "TextFormatter", "configure_logging"]
 
@@ -22,7 +24,10 @@ _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
 
 
 def _extras(record: logging.LogRecord) -> dict[str, Any]:
-    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+    # The active span's trace_id / span_id (tracing on): a log line leads to its trace.
+    extras = current_ids()
+    extras.update((k, v) for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_"))
+    return extras
 
 
 class JsonFormatter(logging.Formatter):

@@ -125,7 +125,12 @@ class Subjects:
         return "reporter"
 
     def audit(self, kind: str) -> str:
+        """An audit event's subject (``kind`` without its ``audit.`` tag: ``tool_call``)."""
         return f"{self.prefix}.audit.{kind}"
+
+    @property
+    def audit_all(self) -> str:
+        return f"{self.prefix}.audit.>"
 
     # JetStream streams; names carry the prefix so two deployments can share a server.
     @property
@@ -143,6 +148,10 @@ class Subjects:
     @property
     def stream_alerts(self) -> str:
         return f"{self.prefix.upper().replace('.', '_')}_ALERTS"
+
+    @property
+    def stream_audit(self) -> str:
+        return f"{self.prefix.upper().replace('.', '_')}_AUDIT"
 
     @property
     def stream_reports(self) -> str:

@@ -12,6 +12,7 @@ from sleuth_common.config import load_settings
 from sleuth_common.health import run_until_signalled
 from sleuth_common.identity import IdentityError, job_verifier_from_settings, signer_from_settings
 from sleuth_common.logs import configure_logging
+from sleuth_common.tracing import setup_tracing
 
 
 def identity_problem(settings: Settings) -> str:
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = load_settings(Settings, args.config)
     configure_logging(settings.logging)
+    setup_tracing("sleuth-agent")
     if problem := identity_problem(settings):
         print(f"sleuth-agent: {problem}", file=sys.stderr)
         return 2

@@ -14,15 +14,17 @@ from faststream import FastStream
 from faststream.nats import NatsBroker
 from redis.asyncio import Redis
 
-from sleuth_agent.diagnostics import DiagnosticsResponder
+from sleuth_agent.diagnostics import DiagnosticsResponder, diagnostics_router
 from sleuth_agent.handlers import JobHandler
 from sleuth_agent.llm import LlmInvestigator, make_llm_investigator
 from sleuth_agent.metrics import HealthServer, Metrics, health_app
 from sleuth_agent.settings import Settings
 from sleuth_agent.worker import JobWorker
+from sleuth_common.audit import AuditLog
 from sleuth_common.connect import nats_broker, redis_client
 from sleuth_common.health import Dependencies, Readiness, until_up
 from sleuth_common.identity import IdentityVerifier, job_verifier_from_settings
+from sleuth_common.streams import ensure_streams
 from sleuth_common.subjects import Subjects
 
 __all__ = ["Agent", "build", "create_app"]
@@ -44,6 +46,7 @@ class Agent:
     handler: JobHandler | None = None
     diagnostics: DiagnosticsResponder | None = None
     llm: LlmInvestigator | None = None
+    audit: AuditLog | None = None
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -53,7 +56,11 @@ class Agent:
     async def start(self) -> None:
         """Serve /healthz, /readyz and /metrics at once, then connect to NATS (waiting as long as
         it takes) and pull jobs. Redis is watched, not waited for: a job answered while it is
-        down is answered without its marks (see ``JobHandler``)."""
+        down is answered without its marks (see ``JobHandler``). (The app's start:
+        ``_before_broker``, the broker's subscribers — diagnostics —, ``_after_broker``.)"""
+        await self.app.start()
+
+    async def _before_broker(self) -> None:
         if self.settings.agent.metrics_port and self._http is None:
             config = uvicorn.Config(
                 health_app(self.metrics, self.readiness),
@@ -71,17 +78,26 @@ class Agent:
         verifier = job_verifier_from_settings(self.settings.identity)
         self.deps.watch_redis()
         await until_up(functools.partial(self._pull_jobs, verifier), self.deps.nats_retry)
+
+    async def _after_broker(self) -> None:
+        assert self.deps.nc is not None
+        await self.deps.nc.flush()  # started means the server routes diagnostics requests to us
         self.deps.set_up = True
         log.info("agent ready: pulling jobs from %s", Subjects(self.settings.prefix).stream_jobs)
 
     async def _pull_jobs(self, verifier: IdentityVerifier | None) -> None:
         nc = await self.broker.connect()
         self.deps.nc = nc
-        if self.diagnostics is None:  # every agent listens; one of queue group "agent" answers
-            diagnostics = DiagnosticsResponder(nc, self.settings, self.metrics, self.llm)
-            await diagnostics.start()
-            self.diagnostics = diagnostics
-        self.handler = JobHandler(nc, self.settings, self.metrics, self.redis, self.llm, verifier=verifier)
+        if self.diagnostics is None:  # answered by the subscriber of ``diagnostics_router``, started next
+            self.diagnostics = DiagnosticsResponder(self.settings, self.metrics, self.llm)
+        js = self.settings.jetstream  # RESULTS keeps each answer for a restarted gateway
+        await ensure_streams(nc.jetstream(), Subjects(self.settings.prefix), "results", replicas=js.replicas,
+                             results_max_age=js.results_max_age, results_max_bytes=js.results_max_bytes)
+        if self.audit is None:
+            self.audit = AuditLog(Subjects(self.settings.prefix), "agent", self.settings.audit, self.metrics.registry)
+            await self.audit.start(nc, self.settings.jetstream.replicas)
+        self.handler = JobHandler(nc, self.settings, self.metrics, self.redis, self.llm, verifier=verifier,
+                                  audit=self.audit)
         worker = JobWorker(nc, Subjects(self.settings.prefix), self.settings.agent, self.handler.handle, self.metrics,
                            stream_replicas=self.settings.jetstream.replicas)
         await worker.start()
@@ -89,7 +105,7 @@ class Agent:
 
     async def stop(self) -> None:
         if self.diagnostics is not None:
-            await self.diagnostics.stop()
+            await self.diagnostics.aclose()
         if self.worker is not None:
             await self.worker.stop()
         if self._http is not None:
@@ -99,6 +115,8 @@ class Agent:
                     await self._http_task
         if self.llm is not None:
             await self.llm.aclose()
+        if self.audit is not None:
+            await self.audit.aclose()
         await self.deps.aclose()
         await self.redis.aclose()
 
@@ -115,9 +133,15 @@ def build(settings: Settings) -> Agent:
         error_cb=deps.nats_retry.nats_error_cb(),
         log_level=logging.DEBUG,
     )
-    agent = Agent(settings, FastStream(broker), broker, Metrics(), redis, deps)
-    # Before the broker's own start: that reuses the connection made (and waited for) here.
-    agent.app.on_startup(agent.start)
+    metrics = Metrics()
+    agent = Agent(settings, FastStream(broker), broker, metrics, redis, deps)
+    # Every agent listens; one of queue group "agent" answers.
+    broker.include_router(diagnostics_router(lambda: agent.diagnostics, Subjects(settings.prefix),
+                                             crashes=metrics.crashes))
+    # Before the broker's own start (which subscribes on the connection made, and waited for,
+    # here); after it, ready.
+    agent.app.on_startup(agent._before_broker)
+    agent.app.after_startup(agent._after_broker)
     agent.app.on_shutdown(agent.stop)
     return agent
 

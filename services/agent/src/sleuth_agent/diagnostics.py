@@ -25,22 +25,19 @@ import os
 import re
 import socket
 import time
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Callable, Generator
 from importlib.metadata import PackageNotFoundError, version
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx2
-from nats.aio.client import Client as Nats
-from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
-from nats.errors import Error as NatsError
+from faststream.nats import NatsRouter
 from prometheus_client import Counter
-from pydantic import ValidationError
 
 from sleuth_agent.llm import LlmInvestigator
 from sleuth_agent.metrics import Metrics
 from sleuth_agent.settings import Settings
 from sleuth_agent.tools import signer_of
+from sleuth_common.bus import TemporaryBusError, error_replies
 from sleuth_common.config import McpServerSettings
 from sleuth_common.identity import AssertionAuth, Identity, IdentitySigner
 from sleuth_common.llm import FailoverClient, LlmSettings
@@ -56,7 +53,14 @@ from sleuth_common.messages import (
 from sleuth_common.scope import Scope
 from sleuth_common.subjects import Subjects
 
-__all__ = ["PROBE_SECONDS", "DiagnosticsResponder", "llm_report", "probed_servers", "shown_url"]
+__all__ = [
+    "PROBE_SECONDS",
+    "DiagnosticsResponder",
+    "diagnostics_router",
+    "llm_report",
+    "probed_servers",
+    "shown_url",
+]
 
 log = logging.getLogger(__name__)
 
@@ -207,38 +211,34 @@ def _version() -> str:
 
 
 class DiagnosticsResponder:
-    """Answers ``<prefix>.agent.diagnostics`` in queue group ``agent`` on ``nc``."""
+    """Answers ``<prefix>.agent.diagnostics`` (the subscriber: ``diagnostics_router``)."""
 
     def __init__(
-        self, nc: Nats, settings: Settings, metrics: Metrics, llm: LlmInvestigator | None,
+        self, settings: Settings, metrics: Metrics, llm: LlmInvestigator | None,
         signer: IdentitySigner | None = None,
     ) -> None:
-        self.nc = nc
         self.settings = settings
         self.metrics = metrics
         self.llm = llm
         self.signer = signer if signer is not None else signer_of(settings)
         self.subjects = Subjects(settings.prefix)
         self.agent = f"{socket.gethostname()}:{os.getpid()}"
-        self._sub: Subscription | None = None
-        self._running: set[asyncio.Task[None]] = set()
+        self._closing: set[asyncio.Task[None]] = set()
 
-    async def start(self) -> None:
-        self._sub = await self.nc.subscribe(
-            self.subjects.agent_diagnostics, queue=self.subjects.agent_queue, cb=self._on_request
-        )
-        await self.nc.flush()  # started means the server routes requests to us
+    async def reply(self, req: AgentDiagnosticsRequest) -> AgentDiagnosticsReply:
+        """The answer at once; the MCP connections it opened are closed afterwards, in the
+        background (a slow close must not delay the answer past the asker's wait)."""
+        stack = contextlib.AsyncExitStack()
+        answer = await stack.enter_async_context(self.answer(req))
+        task = asyncio.create_task(stack.aclose(), name="agent-diagnostics-close")
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+        return answer
 
-    async def stop(self) -> None:
-        if self._sub is not None:
-            with contextlib.suppress(NatsError):
-                await self._sub.unsubscribe()
-            self._sub = None
-        for task in list(self._running):
-            task.cancel()
-        for task in list(self._running):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    async def aclose(self) -> None:
+        """Wait for the connections still closing."""
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
 
     @contextlib.asynccontextmanager
     async def answer(self, req: AgentDiagnosticsRequest) -> AsyncIterator[AgentDiagnosticsReply]:
@@ -252,24 +252,25 @@ class DiagnosticsResponder:
                 duration_ms=round((time.monotonic() - started) * 1000, 1),
             )
 
-    async def _on_request(self, msg: Msg) -> None:
-        # Each request in a task of its own: a second admin does not wait for the first.
-        task = asyncio.create_task(self._respond(msg), name="agent-diagnostics")
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
 
-    async def _respond(self, msg: Msg) -> None:
-        try:
-            req = AgentDiagnosticsRequest.model_validate_json(msg.data)
-        except ValidationError as exc:
-            log.warning("ignored a malformed diagnostics request (%d errors)", exc.error_count(),
-                        extra={"subject": msg.subject})
-            return
-        if not msg.reply:
-            return
-        async with self.answer(req) as reply:
-            try:
-                await msg.respond(reply.to_bytes())
-            except NatsError as exc:
-                log.warning("could not answer a diagnostics request: %s", exc)
 
+DIAGNOSTICS_WORKERS = 4
+"""Requests answered at once by one agent: a second admin does not wait for the first."""
+
+
+def diagnostics_router(responder: Callable[[], DiagnosticsResponder | None], subjects: Subjects, *,
+                       crashes: Counter | None = None) -> NatsRouter:
+    """The subscriber of ``<prefix>.agent.diagnostics`` (queue group ``agent``: one agent answers);
+    ``responder`` gives the responder made once the agent is connected. The reply goes where the
+    request says (a branch of the gateway's inbox, ``Subjects.agent_diagnostics_reply``). A malformed
+    request gets a permanent error reply, a crash a temporary one."""
+    router = NatsRouter(middlewares=[error_replies(crashes, "agent")])
+
+    @router.subscriber(subjects.agent_diagnostics, queue=subjects.agent_queue, max_workers=DIAGNOSTICS_WORKERS)
+    async def diagnostics(req: AgentDiagnosticsRequest) -> AgentDiagnosticsReply:
+        current = responder()
+        if current is None:
+            raise TemporaryBusError("the agent is starting")
+        return await current.reply(req)
+
+    return router

@@ -11,24 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
+from typing import Any
 
 from nats.aio.client import Client as Nats
 from nats.errors import Error as NatsError
-from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NatsTimeout
-from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from sleuth_agent.llm import LlmInvestigator, LlmRun
-from sleuth_agent.metrics import Metrics
+from sleuth_agent.metrics import Metrics, ToolMetrics
 from sleuth_agent.rca import investigate
 from sleuth_agent.report import EVERY_FINDING, ProgressCallback, report
 from sleuth_agent.settings import Settings
-from sleuth_common.audit import tool_call_event
+from sleuth_common.audit import AuditLog, tool_call_event
+from sleuth_common.bus import BusError, request
 from sleuth_common.channels import audience_claims, intersect_scopes
 from sleuth_common.identity import IdentityError, IdentityVerifier
 from sleuth_common.mcp import (
@@ -38,6 +36,7 @@ from sleuth_common.mcp import (
     bus_resolver,
     use_inventory,
     use_resolver,
+    use_tool_observer,
 )
 from sleuth_common.messages import (
     InvestigationJob,
@@ -47,6 +46,14 @@ from sleuth_common.messages import (
     Requester,
     ScopeReply,
     ScopeRequest,
+)
+from sleuth_common.messages.audit import (
+    ClusterCount,
+    JobFinished,
+    JobRefused,
+    JobStarted,
+    ScopeResolved,
+    entry_of_origin,
 )
 from sleuth_common.messages.jobs import ResultStatus
 from sleuth_common.subjects import Subjects
@@ -71,6 +78,44 @@ _PAYLOAD_MARGIN = 16 * 1024
 
 class ScopeUnavailable(Exception):
     pass
+
+
+_REFUSALS = (("no key", "no_verify_key"), ("does not match", "identity_mismatch"),
+             ("another request", "identity_other_job"), ("other readers", "identity_other_readers"),
+             ("already used", "identity_replayed"), ("expired", "identity_expired"))
+
+
+def refusal_code(why: str) -> str:
+    """``identity_problem``'s sentence as an audit reason code."""
+    return next((code for words, code in _REFUSALS if words in why), "identity_invalid")
+
+
+def scope_event(scope: ScopeReply, **fields: Any) -> ScopeResolved:
+    """``audit.scope_resolved`` as the agent received it: counts per cluster, never namespaces."""
+    clusters = tuple(ClusterCount(name=n, namespaces=len(c.namespaces), cluster_wide=c.cluster_wide)
+                     for n, c in sorted(scope.clusters.items()))
+    clusters += tuple(ClusterCount(name=n, error=True) for n in sorted(scope.errors) if n not in scope.clusters)
+    return ScopeResolved(
+        **fields, cached=scope.cached, clusters=clusters,
+        counts={"clusters": len(scope.clusters), "namespaces": sum(c.namespaces for c in clusters),
+                "errors": len(scope.errors)},
+    )
+
+
+def finished_event(job: InvestigationJob, result: InvestigationResult, llm_run: LlmRun | None) -> JobFinished:
+    """``audit.job_finished``: status, family and counts, never the question or the answer."""
+    counts = {"evidence": len(result.evidence), "tool_calls": result.tool_calls, "withheld": len(result.withheld),
+              "unavailable": len(result.unavailable)}
+    if llm_run is not None:
+        counts |= {"llm_calls": llm_run.calls, "input_tokens": llm_run.usage.input_tokens,
+                   "output_tokens": llm_run.usage.output_tokens}
+    return JobFinished(
+        user=job.requester.user, groups=job.requester.groups, job_id=job.id, origin=job.origin,
+        entry=entry_of_origin(job.origin, job.chat_target), status=result.status,
+        decision="refused" if result.status == "denied" else "error" if result.status == "error" else "done",
+        family=result.root_cause.family if result.root_cause else "", duration_ms=result.duration_ms,
+        counts=counts,
+    )
 
 
 def report_status(r: ReportResult) -> ResultStatus:
@@ -111,6 +156,7 @@ class JobHandler:
         redis: Redis | None,
         llm: LlmInvestigator | None = None,
         verifier: IdentityVerifier | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         self.nc = nc
         self.llm = llm
@@ -119,6 +165,11 @@ class JobHandler:
         self.metrics = metrics
         self.redis = redis
         self.subjects = Subjects(settings.prefix)
+        if audit is None:  # tests that build a handler alone; the app passes its own (with a counter)
+            audit = AuditLog(self.subjects, "agent", settings.audit)
+            if nc is not None:
+                audit.bind_nats(nc)
+        self.audit = audit
         self._inventory = bus_inventory(nc, settings.prefix, timeout=settings.authz.request_timeout)
 
     def _key(self, job_id: str) -> str:
@@ -169,7 +220,8 @@ class JobHandler:
             ttl = max(1, int(who.expires_at - time.time()) + 60)
             try:
                 if not await self.redis.set(key, job.id, nx=True, ex=ttl):
-                    if (await self.redis.get(key) or b"").decode() != job.id:
+                    holder = await self.redis.get(key)
+                    if (holder.decode() if isinstance(holder, bytes) else holder) != job.id:
                         return "the identity was already used for another request"
             except (RedisError, OSError) as exc:
                 log.warning("cannot record the assertion (%s); checking it once only", exc, extra={"job_id": job.id})
@@ -185,12 +237,10 @@ class JobHandler:
     async def _scope_of(self, who: Requester) -> ScopeReply:
         req = ScopeRequest(user=who.user, groups=who.groups)
         try:
-            msg = await self.nc.request(
-                self.subjects.authz_scope, req.to_bytes(), timeout=self.settings.authz.request_timeout
-            )
-            return ScopeReply.model_validate_json(msg.data)
-        except (TimeoutError, NatsTimeout, NoRespondersError, NatsError, ValidationError) as exc:
-            raise ScopeUnavailable(type(exc).__name__) from exc
+            return await request(self.nc, self.subjects.authz_scope, req, ScopeReply,
+                                 wait=self.settings.authz.request_timeout, service="authz-cache")
+        except BusError as exc:  # not running, no answer in time, a malformed or error reply: all unavailable
+            raise ScopeUnavailable(str(exc)) from exc
 
     async def handle(self, job: InvestigationJob) -> InvestigationResult | None:
         """Investigate and publish. Returns the result, or None when it was already published."""
@@ -208,11 +258,12 @@ class JobHandler:
             with contextlib.suppress(NatsError):
                 await self.nc.publish(self.subjects.jobs_progress(job.id), p.to_bytes())
 
+        who: dict[str, Any] = {"user": job.requester.user, "groups": job.requester.groups, "job_id": job.id,
+               "entry": entry_of_origin(job.origin, job.chat_target)}
+
         async def audit(event: ToolAuditEvent) -> None:
             self.metrics.tool_calls.labels(event.cluster, event.tool, event.outcome).inc()
-            body = tool_call_event(event, job_id=job.id)
-            with contextlib.suppress(NatsError):
-                await self.nc.publish(self.subjects.audit("tool_call"), json.dumps(body).encode())
+            await self.audit.emit(tool_call_event(event, **{**who, "user": event.user or job.requester.user}))
 
         await progress("started", "investigation started")
         refused = await self.identity_problem(job)
@@ -222,14 +273,14 @@ class JobHandler:
                 status="denied", answer_markdown=NO_IDENTITY.format(why=refused), job_id=job.id,
                 user=job.requester.user,
             )
-            with contextlib.suppress(NatsError):
-                await self.nc.publish(self.subjects.audit("job_refused"), json.dumps(
-                    {"job_id": job.id, "user": job.requester.user, "origin": job.origin, "reason": refused}
-                ).encode())
+            await self.audit.emit(JobRefused(**who, origin=job.origin, reason=refusal_code(refused)))
             return await self._publish(job, result, started, None)
+        await self.audit.emit(JobStarted(**who, origin=job.origin, unattended=job.unattended,
+                                         counts={"clusters": len(job.clusters), "readers": len(job.audience)}))
         try:
             scope = await self.resolve_scope(job)
         except ScopeUnavailable as exc:
+            self.metrics.authz_unavailable.inc()
             log.warning("authz unavailable for job: %s", exc, extra={"job_id": job.id})
             result = InvestigationResult(
                 status="error", answer_markdown=AUTHZ_UNAVAILABLE, job_id=job.id, user=job.requester.user
@@ -239,23 +290,11 @@ class JobHandler:
             await progress(
                 "scope", f"access resolved: {len(scope.clusters)} cluster(s), {ns_count} namespace(s)"
             )
-            with contextlib.suppress(NatsError):
-                await self.nc.publish(
-                    self.subjects.audit("scope_resolved"),
-                    json.dumps(
-                        {
-                            "job_id": job.id,
-                            "user": job.requester.user,
-                            "clusters": len(scope.clusters),
-                            "namespaces": ns_count,
-                            "cached": scope.cached,
-                        }
-                    ).encode(),
-                )
+            await self.audit.emit(scope_event(scope, **who))
             # IPs resolve, and other namespaces' object names come, from authz-cache (the filter).
             timeout = self.settings.authz.request_timeout
             with use_resolver(bus_resolver(self.nc, self.settings.prefix, timeout=timeout)), \
-                    use_inventory(self._inventory):
+                    use_inventory(self._inventory), use_tool_observer(ToolMetrics(self.metrics)):
                 if job.origin == "report":  # rules in code, never a model
                     result = await self._report(job, scope, progress, audit)
                 else:
@@ -288,6 +327,24 @@ class JobHandler:
                         extra={"job_id": job.id})
         return job.reply_subject if job.reply_subject in allowed else self.subjects.jobs_done(job.id)
 
+    async def _send_result(self, job: InvestigationJob, result: InvestigationResult) -> None:
+        """Publish the answer. On ``jobs.done.<job>`` through JetStream (the RESULTS stream keeps it,
+        once per job id, for a gateway restarted meanwhile); its core subscribers (gateway,
+        scheduler, reporter) receive it as any publish. A missing ack only means it is not kept."""
+        subject = self._reply_subject(job)
+        if subject != self.subjects.jobs_done(job.id):  # alerts: the ALERTS stream captures it
+            await self.nc.publish(subject, result.to_bytes())
+            await self.nc.flush(timeout=5)
+            return
+        try:
+            await self.nc.jetstream().publish(
+                subject, result.to_bytes(), timeout=5.0,
+                stream=self.subjects.stream_results, headers={"Nats-Msg-Id": job.id},
+            )
+        except (NatsError, TimeoutError) as exc:
+            log.warning("the result is delivered but not kept in RESULTS (%r): a gateway restarted now "
+                        "will not find it", exc, extra={"job_id": job.id})
+
     async def _publish(
         self, job: InvestigationJob, result: InvestigationResult, started: float, llm_run: LlmRun | None
     ) -> InvestigationResult | None:
@@ -302,29 +359,10 @@ class JobHandler:
                 "job already answered by another delivery; not answering twice", extra={"job_id": job.id}
             )
             return None
-        await self.nc.publish(self._reply_subject(job), result.to_bytes())
-        await self.nc.flush(timeout=5)
+        await self._send_result(job, result)
         self.metrics.jobs.labels(result.status).inc()
         self.metrics.job_seconds.observe(time.monotonic() - started)
-        with contextlib.suppress(NatsError):
-            await self.nc.publish(
-                self.subjects.audit("job_finished"),
-                json.dumps(
-                    {
-                        "job_id": job.id,
-                        "user": job.requester.user,
-                        "origin": job.origin,
-                        "status": result.status,
-                        "family": result.root_cause.family if result.root_cause else "",
-                        "evidence": len(result.evidence),
-                        "tool_calls": result.tool_calls,
-                        "withheld": len(result.withheld),
-                        "unavailable": len(result.unavailable),
-                        "duration_ms": result.duration_ms,
-                        **({"llm": llm_run.as_dict()} if llm_run is not None else {}),
-                    }
-                ).encode(),
-            )
+        await self.audit.emit(finished_event(job, result, llm_run))
         if llm_run is not None:
             log.info(
                 "LLM %s: %d call(s), %d tool call(s), %d input / %d output tokens",

@@ -6,7 +6,14 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterator
 
 import uvicorn
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -14,8 +21,9 @@ from starlette.routing import Route
 
 from sleuth_common.health import Readiness, alive
 from sleuth_common.llm import LlmObserver
+from sleuth_common.mcp import ToolErrorKind, ToolResult, error_kind
 
-__all__ = ["HealthServer", "Metrics", "MetricsObserver", "health_app"]
+__all__ = ["HealthServer", "Metrics", "MetricsObserver", "ToolMetrics", "health_app"]
 
 
 class Metrics:
@@ -37,6 +45,46 @@ class Metrics:
             "sleuth_tool_calls",
             "Scoped tool calls, by cluster, tool and outcome",
             ["cluster", "tool", "outcome"],
+            registry=self.registry,
+        )
+        self.tool_errors = Counter(
+            "sleuth_tool_errors",
+            "Scoped tool calls that failed, by cluster and reason (timeout, unreachable, auth, not_found, "
+            "bad_args, server_error: sleuth_common.mcp.ToolErrorKind)",
+            ["cluster", "reason"],
+            registry=self.registry,
+        )
+        self.tool_seconds = Histogram(
+            "sleuth_tool_call_seconds",
+            "Seconds per scoped tool call as the agent sees it (checks, server and result filter), by "
+            "cluster, server and tool (\"unlisted\" for a name the server does not list)",
+            ["cluster", "server", "tool"],
+            registry=self.registry,
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+        )
+        self.tool_truncated = Counter(
+            "sleuth_tool_results_truncated",
+            "Tool results whose text was cut to fit the per-result cap, by cluster and server",
+            ["cluster", "server"],
+            registry=self.registry,
+        )
+        self.mcp_connects = Counter(
+            "sleuth_mcp_connects",
+            "Connections to MCP servers (one per server per job), by cluster, server and outcome (ok, "
+            "or a ToolErrorKind: timeout, unreachable, auth)",
+            ["cluster", "server", "outcome"],
+            registry=self.registry,
+        )
+        self.crashes = Counter(
+            "sleuth_handler_crashes",
+            "Messages whose handler raised unexpectedly (logged with its traceback), by service and handler",
+            ["service", "handler"],
+            registry=self.registry,
+        )
+        self.crashes.labels("agent", "job")
+        self.authz_unavailable = Counter(
+            "sleuth_agent_authz_unavailable",
+            "Jobs answered \"authorization is unavailable\": authz-cache did not answer the scope request",
             registry=self.registry,
         )
         self.redeliveries = Counter(
@@ -63,6 +111,11 @@ class Metrics:
             "sleuth_llm_failover_changes",
             "Circuit changes of the primary endpoint (open = using the backup)",
             ["state"],
+            registry=self.registry,
+        )
+        self.llm_circuit_open = Gauge(
+            "sleuth_llm_circuit_open",
+            "1 while the primary endpoint's circuit is open or half-open (answers come from the backup), else 0",
             registry=self.registry,
         )
         self.llm_continuations = Counter(
@@ -104,6 +157,29 @@ class MetricsObserver(LlmObserver):
 
     def breaker(self, name: str, state: str) -> None:
         self.metrics.llm_failover.labels(state).inc()
+        self.metrics.llm_circuit_open.set(0 if state == "closed" else 1)
+
+
+class ToolMetrics:
+    """A ``sleuth_common.mcp.ToolObserver``: each scoped call and connection, counted in ``Metrics``.
+    Labels are configured names (clusters, servers) and listed tool names only."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def called(self, result: ToolResult, *, listed: bool) -> None:
+        m = self.metrics
+        m.tool_seconds.labels(result.cluster, result.server, result.tool if listed else "unlisted").observe(
+            result.duration_ms / 1000
+        )
+        kind = error_kind(result)
+        if kind is not None:
+            m.tool_errors.labels(result.cluster, kind).inc()
+        if result.cut:
+            m.tool_truncated.labels(result.cluster, result.server).inc()
+
+    def connected(self, cluster: str, server: str, error: ToolErrorKind | None) -> None:
+        self.metrics.mcp_connects.labels(cluster, server, error or "ok").inc()
 
 
 def health_app(metrics: Metrics, readiness: Callable[[], Awaitable[Readiness]]) -> Starlette:

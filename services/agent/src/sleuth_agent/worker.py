@@ -23,6 +23,7 @@ from sleuth_agent.settings import AgentSettings
 from sleuth_common.messages import InvestigationJob
 from sleuth_common.streams import ensure_streams
 from sleuth_common.subjects import Subjects
+from sleuth_common.tracing import consumed
 
 __all__ = ["JobWorker", "ensure_jobs_stream"]
 
@@ -73,6 +74,9 @@ class JobWorker:
             max_ack_pending=-1,
             filter_subject=self.subjects.jobs_investigate,
         )
+        # Stays a hand-written nats-py loop, not a FastStream subscriber: FastStream 0.7.8's concurrent
+        # pull subscriber fetches before a worker slot is free and holds what it fetched (no in-progress
+        # heartbeats), so a busy replica would sit on work others could run (sleuth_common.bus, "JetStream").
         self._sub = await js.pull_subscribe(
             self.subjects.jobs_investigate,
             durable=self.subjects.agent_durable,
@@ -126,7 +130,8 @@ class JobWorker:
 
     async def _process(self, msg: Msg) -> None:
         try:
-            await self._process_one(msg)
+            with consumed(msg, "investigate job"):
+                await self._process_one(msg)
         finally:
             self._slots.release()
 
@@ -153,6 +158,12 @@ class JobWorker:
         except (NatsError, OSError) as exc:
             # The result could not be published: leave the job for a redelivery.
             log.warning("job not finished (%s); it will be redelivered", exc, extra={"job_id": job.id})
+            with contextlib.suppress(NatsError):
+                await msg.nak(delay=2.0)
+            return
+        except Exception:  # the job task's edge: logged and counted; the job is redelivered
+            self.metrics.crashes.labels("agent", "job").inc()
+            log.exception("job handler crashed; it will be redelivered", extra={"job_id": job.id})
             with contextlib.suppress(NatsError):
                 await msg.nak(delay=2.0)
             return

@@ -11,6 +11,7 @@ from sleuth_alerts.settings import Settings
 from sleuth_common.config import load_settings
 from sleuth_common.health import run_until_signalled
 from sleuth_common.logs import configure_logging
+from sleuth_common.tracing import setup_tracing
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = load_settings(Settings, args.config)
     configure_logging(settings.logging)
+    setup_tracing("sleuth-alerts")
     app = create_app(settings)
     try:
         # The webhook server answers at once; the app waits for NATS until SIGTERM ends the wait.

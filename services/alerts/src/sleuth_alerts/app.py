@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 from collections.abc import Callable
@@ -15,22 +14,23 @@ import uvicorn
 from faststream import FastStream
 from faststream.nats import NatsBroker
 from nats.aio.client import Client as Nats
-from nats.aio.subscription import Subscription
-from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from redis.asyncio import Redis
 
 from sleuth_alerts.batcher import Batcher
 from sleuth_alerts.bus import ensure_streams
 from sleuth_alerts.channels import ChannelCommands
+from sleuth_alerts.handlers import build_router
 from sleuth_alerts.metrics import Metrics
 from sleuth_alerts.settings import Settings
 from sleuth_alerts.store import Store
 from sleuth_alerts.webhook import WebhookServer, webhook_app
+from sleuth_common.audit import AuditLog
 from sleuth_common.connect import nats_broker, redis_client
 from sleuth_common.health import Dependencies, Readiness, until_up
 from sleuth_common.messages import web_channel
 from sleuth_common.subjects import Subjects
+from sleuth_common.tracing import traced_asgi
 
 __all__ = ["Alerts", "build", "create_app"]
 
@@ -48,10 +48,11 @@ class Alerts:
     redis: Redis
     deps: Dependencies = field(repr=False)
     clock: Callable[[], float] = time.time
+    store: Store | None = None
     nc: Nats | None = None
     js: JetStreamContext | None = None
     batcher: Batcher | None = None
-    _sub: Subscription | None = None
+    audit: AuditLog | None = None
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -99,13 +100,17 @@ class Alerts:
 
     async def start(self) -> None:
         """Serve the webhook, /healthz, /readyz and /metrics at once; connect to NATS (waiting as
-        long as it takes), after which posts are stored; then, once Redis answers, batch them.
-        Until NATS is there a post gets 503, which Alertmanager retries."""
+        long as it takes), after which posts are stored and channel commands answered; then, once
+        Redis answers, batch them. Until NATS is there a post gets 503, which Alertmanager retries.
+        (The app's start: ``_before_broker``, the broker's subscribers, ``_after_broker``.)"""
+        await self.app.start()
+
+    async def _before_broker(self) -> None:
         self.log_route_access()
         cfg = self.settings.alerts
         if self._http is None:
             config = uvicorn.Config(
-                webhook_app(self.settings, self.metrics, lambda: self.js, self.readiness),
+                traced_asgi(webhook_app(self.settings, self.metrics, lambda: self.js, self.readiness, self.audit)),
                 host=cfg.host,
                 port=cfg.port,
                 log_config=None,
@@ -114,30 +119,31 @@ class Alerts:
             )
             self._http = WebhookServer(config)
             self._http_task = asyncio.create_task(self._http.serve())
-        store = Store(
-            self.redis, self.settings.prefix, batch_ttl=cfg.batch_ttl(), posted_ttl=cfg.batch_retention_margin
-        )
         self.deps.watch_redis()
-        await until_up(functools.partial(self._connect, store), self.deps.nats_retry)
+        await until_up(self._connect, self.deps.nats_retry)
+
+    async def _after_broker(self) -> None:
+        """The channel commands' subscriber is started: answer them, then batch once Redis answers."""
+        assert self.nc is not None and self.store is not None
+        await self.nc.flush()  # started means the server routes requests to us
         self.deps.set_up = True
+        cfg = self.settings.alerts
         log.info("alerts ready: webhook on http://%s:%d/v1/alertmanager/<route>", cfg.host, cfg.port)
         # The batcher keeps its windows in Redis: without it there is nothing to batch into.
         await self.deps.redis_up()
-        assert self.nc is not None
-        batcher = Batcher(self.nc, store, self.settings, self.metrics, clock=self.clock)
+        batcher = Batcher(self.nc, self.store, self.settings, self.metrics, clock=self.clock, audit=self.audit)
         await batcher.start()
         self.batcher = batcher
 
-    async def _connect(self, store: Store) -> None:
-        """The connection, the streams posts go to, and the channel commands."""
+    async def _connect(self) -> None:
+        """The connection and the streams posts go to (the broker's start then subscribes the
+        channel commands on it)."""
         subjects = Subjects(self.settings.prefix)
         self.nc = self.deps.nc = await self.broker.connect()
         js = self.nc.jetstream(timeout=self.settings.alerts.publish_timeout)
         await ensure_streams(js, subjects, self.settings.jetstream.replicas)
-        if self._sub is None:
-            commands = ChannelCommands(store, self.settings, self.clock)
-            self._sub = await self.nc.subscribe(subjects.alerts_channels_all, queue="alerts", cb=commands.on_request)
-            await self.nc.flush()  # started means the server routes requests to us
+        if self.audit is not None:
+            await self.audit.start(self.nc, self.settings.jetstream.replicas)
         self.js = js
 
     async def stop(self) -> None:
@@ -148,9 +154,8 @@ class Alerts:
                     await self._http_task
         if self.batcher is not None:
             await self.batcher.stop()
-        if self._sub is not None:
-            with contextlib.suppress(NatsError):
-                await self._sub.unsubscribe()
+        if self.audit is not None:
+            await self.audit.aclose()
         await self.deps.aclose()
         await self.redis.aclose()
 
@@ -168,9 +173,19 @@ def build(settings: Settings, *, clock: Callable[[], float] = time.time) -> Aler
         drain_timeout=2,
         log_level=logging.DEBUG,
     )
-    alerts = Alerts(settings, FastStream(broker), broker, Metrics(), redis, deps, clock=clock)
-    # Before the broker's own start: that reuses the connection made (and waited for) here.
-    alerts.app.on_startup(alerts.start)
+    metrics = Metrics()
+    cfg = settings.alerts
+    store = Store(redis, settings.prefix, batch_ttl=cfg.batch_ttl(), posted_ttl=cfg.batch_retention_margin)
+    audit = AuditLog(Subjects(settings.prefix), "alerts", settings.audit, metrics.registry)
+    broker.include_router(
+        build_router(ChannelCommands(store, settings, clock, audit), Subjects(settings.prefix),
+                     crashes=metrics.crashes)
+    )
+    alerts = Alerts(settings, FastStream(broker), broker, metrics, redis, deps, clock=clock, store=store, audit=audit)
+    # Before the broker's own start (which subscribes the commands on the connection made, and
+    # waited for, here); after it, what needs Redis.
+    alerts.app.on_startup(alerts._before_broker)
+    alerts.app.after_startup(alerts._after_broker)
     alerts.app.on_shutdown(alerts.stop)
     return alerts
 

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import time
 import zlib
 from collections.abc import Awaitable, Callable
@@ -36,8 +37,6 @@ from typing import Any
 from nats.aio.client import Client as Nats
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
-from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from pydantic import ValidationError
@@ -59,6 +58,8 @@ from sleuth_alerts.triage import (
     question,
     skip_reason,
 )
+from sleuth_common.audit import AuditLog
+from sleuth_common.bus import BusError, request
 from sleuth_common.channels import audience_claims, intersect_scopes, member_requesters
 from sleuth_common.identity import IdentityError, signer_from_settings
 from sleuth_common.messages import (
@@ -72,6 +73,7 @@ from sleuth_common.messages import (
     ScopeRequest,
     web_channel,
 )
+from sleuth_common.messages.audit import AlertBatched, Decision
 from sleuth_common.subjects import Subjects
 
 __all__ = ["ROUTE_HEADER", "Batcher", "decode_payload", "post_id"]
@@ -101,6 +103,15 @@ def decode_payload(data: bytes, headers: dict[str, str] | None, *, max_depth: in
     return parse_payload(data, max_depth=max_depth)
 
 
+_POSTED: dict[str, Decision] = {"outside_access": "withheld", "no_identity": "refused", "no_readers": "refused",
+                                "left_out": "refused", "unknown_cluster": "refused", "not_finished": "error"}
+"""How a batch's post (its ``outcome``) reads in the audit trail; any other outcome is an answer."""
+
+
+def audit_code(outcome: str) -> str:
+    return re.sub(r"[^a-z0-9_.:-]+", "_", outcome.lower())[:64]
+
+
 class Batcher:
     def __init__(
         self,
@@ -110,9 +121,14 @@ class Batcher:
         metrics: Metrics,
         *,
         clock: Callable[[], float] = time.time,
+        audit: AuditLog | None = None,
     ) -> None:
         self.nc = nc
         self.js: JetStreamContext = nc.jetstream(timeout=settings.alerts.publish_timeout)
+        if audit is None:  # a batcher built alone (tests); the app passes its own
+            audit = AuditLog(Subjects(settings.prefix), "alerts", settings.audit)
+            audit.bind_nats(nc)
+        self.audit = audit
         self.store = store
         self.settings = settings
         self.cfg = settings.alerts
@@ -138,6 +154,9 @@ class Batcher:
             max_deliver=-1,
             deliver_policy=DeliverPolicy.ALL,
         )
+        # Stays a hand-written nats-py loop, not a FastStream subscriber: FastStream 0.7.8's concurrent
+        # pull subscriber fetches before a worker slot is free and holds what it fetched (no in-progress
+        # heartbeats), so a busy replica would sit on work others could run (sleuth_common.bus, "JetStream").
         ingest = await self.js.pull_subscribe(
             s.alerts_ingest, durable=INGEST_DURABLE, stream=s.stream_alerts, config=config
         )
@@ -316,12 +335,10 @@ class Batcher:
     async def _scope_of(self, who: Requester) -> ScopeReply:
         req = ScopeRequest(user=who.user, groups=who.groups)
         try:
-            msg = await self.nc.request(
-                self.subjects.authz_scope, req.to_bytes(), timeout=self.settings.authz.request_timeout
-            )
-            return ScopeReply.model_validate_json(msg.data)
-        except (NatsTimeout, NoRespondersError, NatsError, TimeoutError, ValidationError) as exc:
-            raise ScopeUnavailable(type(exc).__name__) from exc
+            return await request(self.nc, self.subjects.authz_scope, req, ScopeReply,
+                                 wait=self.settings.authz.request_timeout, service="authz-cache")
+        except BusError as exc:  # not running, no answer in time, a malformed or error reply: all unavailable
+            raise ScopeUnavailable(str(exc)) from exc
 
     def _assert(self, who: Requester, job_id: str, members: tuple[Requester, ...]) -> str:
         if self.signer is None:
@@ -411,6 +428,12 @@ class Batcher:
             over=json.dumps([a.fingerprint for a in visible[self.cfg.max_per_window :]]),
             ctx=json.dumps([a.fingerprint for a in ctx]),
         )
+        self.audit.emit_nowait(AlertBatched(
+            user=who.user, groups=who.groups, entry="alertmanager", job_id=batch.id, cluster=batch.cluster,
+            decision="allowed", reason="investigating",
+            counts={"alerts": len(asked), "hidden": hidden, "over": len(visible) - len(asked), "context": len(ctx),
+                    "readers": len(members) + 1},
+        ))
         log.info(
             "alert investigation submitted",
             extra={"batch": batch.id, "alerts": len(asked), "cluster": batch.cluster, "user": who.user},
@@ -480,6 +503,11 @@ class Batcher:
         )
         await publish_post(self.js, self.subjects, post, self.cfg.publish_timeout)
         if await self.store.posted(batch.id, outcome=outcome):
+            self.audit.emit_nowait(AlertBatched(
+                user=batch.meta.get("run_as", ""), entry="alertmanager", job_id=batch.id if "asked" in batch.meta else "",
+                cluster=batch.cluster, decision=_POSTED.get(outcome, "done"), reason=audit_code(outcome),
+                counts={"alerts": len(batch.new), "context": len(batch.ctx)},
+            ))
             self.metrics.investigations.labels(outcome).inc()
             if batch.created:
                 self.metrics.seconds.observe(max(0.0, self.clock() - batch.created))

@@ -1,4 +1,5 @@
-"""``alerts on|off|status`` (request/reply on ``sleuth.alerts.channels.<op>``, from the gateway).
+"""``alerts on|off|status`` (request/reply on ``sleuth.alerts.channels.<op>``, from the gateway;
+the subscriber is in ``handlers``).
 
 ``alerts on`` stores who said it (user and groups, never a token or a scope); every batch for
 the channel then runs as that user, with a scope the agent resolves fresh for that batch. The
@@ -17,14 +18,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 
-from nats.aio.msg import Msg
-from nats.errors import Error as NatsError
-from pydantic import ValidationError
-from redis.exceptions import RedisError
-
 from sleuth_alerts.settings import Settings
 from sleuth_alerts.store import Store, unique_members
+from sleuth_common.audit import AuditLog
 from sleuth_common.messages import AlertChannelReply, AlertChannelRequest, web_channel
+from sleuth_common.messages.audit import ChannelMarked, Decision
 
 __all__ = ["ChannelCommands"]
 
@@ -44,10 +42,19 @@ def _members(n: int) -> str:
 
 
 class ChannelCommands:
-    def __init__(self, store: Store, settings: Settings, clock: Callable[[], float]) -> None:
+    def __init__(self, store: Store, settings: Settings, clock: Callable[[], float],
+                 audit: AuditLog | None = None) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock
+        self.audit = audit
+
+    def _audit(self, req: AlertChannelRequest, target: str, decision: Decision, reason: str = "",
+               members: int = 0) -> None:
+        if self.audit is not None and req.op in ("on", "off"):
+            self.audit.emit_nowait(ChannelMarked(user=req.user, groups=req.groups, entry="bus", channel=target,
+                                                 op=req.op, decision=decision, reason=reason,
+                                                 counts={"members": members}))
 
     def _routes(self, target: str) -> list[str]:
         return [r.name for r in self.settings.alerts.routes if r.target == target]
@@ -82,8 +89,10 @@ class ChannelCommands:
         members = unique_members(req.members) if listed else ()
         if req.op == "on":
             if listed and not members:
+                self._audit(req, target, "refused", "readers_unknown")
                 return await self._refused(target, routes)
             await self.store.mark(target, req.user, req.groups, self.clock(), members)
+            self._audit(req, target, "allowed", members=len(members))
             readers = (
                 f" Answers are fitted to the {_members(len(members))} of this channel now: when someone "
                 "joins, say `alerts status` here so they are counted too (an answer fitted to fewer "
@@ -98,6 +107,7 @@ class ChannelCommands:
             return AlertChannelReply(text=text, marked_by=req.user, run_as=req.user, routes=routes)
         if req.op == "off":
             old = await self.store.unmark(target)
+            self._audit(req, target, "allowed" if old is not None else "done", "" if old is not None else "not_marked")
             fallback = self._route_identity(target)
             then = (
                 f"Alerts are investigated with the access of **{fallback}** (the alert route's identity)."
@@ -151,20 +161,3 @@ class ChannelCommands:
         )
         return AlertChannelReply(ok=False, text=text, marked_by=mark.user if mark else "", run_as=run_as,
                                  routes=routes)
-
-    async def on_request(self, msg: Msg) -> None:
-        try:
-            req = AlertChannelRequest.model_validate_json(msg.data)
-        except ValidationError:
-            reply = AlertChannelReply(ok=False, text="malformed alerts command")
-        else:
-            try:
-                reply = await self.handle(req)
-            except (RedisError, OSError) as exc:
-                log.warning("alerts command failed: %s", exc)
-                reply = AlertChannelReply(ok=False, text="The alert state is unavailable; try again shortly.")
-        if msg.reply:
-            try:
-                await msg.respond(reply.to_bytes())
-            except NatsError as exc:
-                log.warning("could not answer an alerts command: %s", exc)

@@ -52,5 +52,14 @@ class Metrics:
             buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300),
         )
 
+        self.crashes = Counter(
+            "sleuth_handler_crashes",
+            "Messages or requests whose handler raised unexpectedly (logged with its traceback), by "
+            "service and handler",
+            ["service", "handler"],
+            registry=self.registry,
+        )
+        self.crashes.labels("alerts", "webhook")
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -30,7 +30,9 @@ from sleuth_alerts.guard import HostCheck, bearer_matches, is_json, origin_allow
 from sleuth_alerts.metrics import Metrics
 from sleuth_alerts.payload import PayloadError, parse_payload
 from sleuth_alerts.settings import RouteSettings, Settings
+from sleuth_common.audit import AuditLog
 from sleuth_common.health import Readiness, alive
+from sleuth_common.messages.audit import AlertReceived
 from sleuth_common.subjects import Subjects
 
 __all__ = ["WebhookServer", "webhook_app"]
@@ -51,6 +53,7 @@ def webhook_app(
     metrics: Metrics,
     js: Callable[[], JetStreamContext | None],
     readiness: Callable[[], Awaitable[Readiness]],
+    audit: AuditLog | None = None,
 ) -> Starlette:
     cfg = settings.alerts
     subjects = Subjects(settings.prefix)
@@ -125,6 +128,11 @@ def webhook_app(
                 ) from exc
             code = 200
             accepted = min(len(payload.alerts), cfg.max_alerts_per_request)
+            if audit is not None:
+                audit.emit_nowait(AlertReceived(
+                    entry="alertmanager", route=label, decision="allowed",
+                    counts={"alerts": len(payload.alerts), "accepted": accepted, "duplicate": int(bool(ack.duplicate))},
+                ))
             return JSONResponse(
                 {
                     "status": "stored",
@@ -138,6 +146,10 @@ def webhook_app(
         except _Refused as exc:
             code = exc.status
             metrics.refused.labels(label, exc.reason).inc()
+            if audit is not None:
+                audit.emit_nowait(AlertReceived(entry="alertmanager", route=label,
+                                                decision="error" if exc.status >= 500 else "refused",
+                                                reason=exc.reason, counts={"status": exc.status}))
             client = request.client.host if request.client else "?"
             log.log(
                 logging.WARNING if exc.status >= 500 else logging.INFO,
@@ -151,6 +163,7 @@ def webhook_app(
             challenge = {"WWW-Authenticate": 'Bearer realm="sleuth-alerts"'} if exc.status == 401 else None
             return JSONResponse({"error": exc.message}, status_code=exc.status, headers=challenge)
         except Exception:  # the process edge: log with the traceback, answer one line
+            metrics.crashes.labels("alerts", "webhook").inc()
             log.exception("webhook on route %s failed", label)
             return JSONResponse({"error": "internal error; see the alerts service's log"}, status_code=500)
         finally:

@@ -14,6 +14,7 @@ from sleuth_common.config import load_settings
 from sleuth_common.health import run_until_signalled, safe_url
 from sleuth_common.identity import IdentityError
 from sleuth_common.logs import configure_logging
+from sleuth_common.tracing import setup_tracing
 
 log = logging.getLogger("sleuth_authz_cache")
 
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = load_settings(Settings, args.config)
     _configure_logging(settings)
+    setup_tracing("sleuth-authz-cache")
     try:
         asyncio.run(serve(settings))
     except KeyboardInterrupt:

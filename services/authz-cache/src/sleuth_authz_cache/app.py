@@ -16,6 +16,7 @@ from sleuth_authz_cache.kubernetes import KubernetesBackend
 from sleuth_authz_cache.metrics import Metrics
 from sleuth_authz_cache.service import AuthzService
 from sleuth_authz_cache.settings import Settings
+from sleuth_common.audit import AuditLog
 from sleuth_common.connect import nats_broker, redis_client
 from sleuth_common.health import Dependencies, until_up
 from sleuth_common.identity import signer_from_settings
@@ -35,18 +36,23 @@ class AuthzCache:
     metrics: Metrics
     redis: Redis
     deps: Dependencies = field(repr=False)
+    audit: AuditLog | None = field(default=None, repr=False)
 
     async def start(self) -> None:
         """Connect to NATS, waiting as long as it takes, then answer on the bus. Redis is watched,
         not waited for: until it answers, scopes are resolved without the cache."""
         self.deps.watch_redis()
         self.deps.nc = await until_up(self.broker.connect, self.deps.nats_retry)
+        if self.audit is not None:
+            await self.audit.ensure_stream(self.deps.nc, self.settings.jetstream.replicas)
         await self.app.start()
         await self.deps.nc.flush()  # started means the server has our subscriptions and routes requests to us
         self.deps.set_up = True
 
     async def aclose(self) -> None:
         """Cancel in-flight resolutions, close backend and Redis connections (idempotent)."""
+        if self.audit is not None:
+            await self.audit.aclose()
         await self.deps.aclose()
         await self.service.aclose()
         await self.redis.aclose()
@@ -90,10 +96,15 @@ def build(settings: Settings, *, backend: AuthzBackend | None = None) -> AuthzCa
         error_cb=deps.nats_retry.nats_error_cb(),
         log_level=logging.DEBUG,  # per-message Received/Processed lines: too chatty for INFO
     )
+    # Audit events go out through the broker (JetStream, stream AUDIT), which tests run in memory.
+    audit = AuditLog(Subjects(settings.prefix), "authz-cache", settings.audit, metrics.registry)
+    audit.bind_broker(broker)
     broker.include_router(
-        build_router(service, Subjects(settings.prefix), max_workers=settings.authz_cache.max_concurrent_requests)
+        build_router(service, Subjects(settings.prefix), max_workers=settings.authz_cache.max_concurrent_requests,
+                     audit=audit, crashes=metrics.crashes)
     )
-    parts = AuthzCache(settings, FastStream(broker), broker, service, metrics, redis, deps)
+    parts = AuthzCache(settings, FastStream(broker), broker, service, metrics, redis, deps, audit)
+    parts.app.on_shutdown(audit.aclose)  # while the broker is still connected
     parts.app.after_shutdown(parts.aclose)
     return parts
 

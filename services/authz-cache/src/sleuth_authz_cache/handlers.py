@@ -4,12 +4,13 @@ group ``authz``) and ``.invalidate``."""
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
-from typing import Any
 
 from faststream.nats import NatsRouter
+from prometheus_client import Counter
 
 from sleuth_authz_cache.service import AuthzService, ScopeOutcome
+from sleuth_common.audit import AuditLog
+from sleuth_common.bus import error_replies
 from sleuth_common.messages import (
     AuthenticateReply,
     AuthenticateRequest,
@@ -19,48 +20,59 @@ from sleuth_common.messages import (
     ScopeReply,
     ScopeRequest,
 )
+from sleuth_common.messages.audit import ClusterCount, ScopeResolved, TokenReviewed
 from sleuth_common.messages.authz import InventoryReply, InventoryRequest
 from sleuth_common.subjects import Subjects
 
 log = logging.getLogger(__name__)
 
-__all__ = ["audit_event", "build_router"]
+__all__ = ["audit_event", "build_router", "token_event"]
 
 
-def audit_event(user: str, result: ScopeOutcome) -> dict[str, Any]:
-    """``sleuth.audit.scope_resolved``: counts, never namespace names, so any ops subscriber may read it."""
+def audit_event(user: str, groups: tuple[str, ...], result: ScopeOutcome) -> ScopeResolved:
+    """``audit.scope_resolved``: counts per cluster, never namespace names, so an auditor may read it."""
     reply = result.reply
-    return {
-        "kind": "audit.scope_resolved",
-        "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
-        "user": user,
-        "clusters": {
-            name: {"namespaces": len(cs.namespaces), "cluster_wide": cs.cluster_wide}
-            for name, cs in sorted(reply.clusters.items())
-        },
-        "cached": reply.cached,
-        "errors": sorted(reply.errors),
-        "duration_ms": result.duration_ms,
-    }
+    clusters = tuple(ClusterCount(name=n, namespaces=len(cs.namespaces), cluster_wide=cs.cluster_wide)
+                     for n, cs in sorted(reply.clusters.items()))
+    clusters += tuple(ClusterCount(name=n, error=True) for n in sorted(reply.errors) if n not in reply.clusters)
+    return ScopeResolved(
+        user=user, groups=groups, entry="bus", cached=reply.cached, duration_ms=result.duration_ms,
+        decision="error" if reply.errors else "allowed", reason="cluster_unavailable" if reply.errors else "",
+        clusters=clusters,
+        counts={"clusters": len(reply.clusters), "namespaces": sum(len(c.namespaces) for c in reply.clusters.values()),
+                "errors": len(reply.errors)},
+    )
 
 
-def build_router(service: AuthzService, subjects: Subjects, *, max_workers: int = 1) -> NatsRouter:
-    router = NatsRouter()
-    audit = router.publisher(subjects.audit("scope_resolved"), include_in_schema=False)
+def token_event(reply: AuthenticateReply) -> TokenReviewed:
+    """``audit.token_reviewed``: who a token turned out to be, or why it was refused; never the token."""
+    if reply.authenticated:
+        return TokenReviewed(user=reply.user, groups=reply.groups, entry="bus", decision="allowed",
+                             counts={"groups": len(reply.groups)})
+    return TokenReviewed(entry="bus", decision="error" if reply.unavailable else "refused",
+                         reason="unavailable" if reply.unavailable else "invalid_token")
+
+
+def build_router(service: AuthzService, subjects: Subjects, *, max_workers: int = 1,
+                 audit: AuditLog | None = None, crashes: Counter | None = None) -> NatsRouter:
+    # Every failure is answered: a malformed request with a permanent error reply, a crash with a
+    # temporary one (logged with a reference, counted in ``crashes``).
+    router = NatsRouter(middlewares=[error_replies(crashes, "authz-cache")])
     workers = max(1, max_workers)
 
     @router.subscriber(subjects.authz_scope, queue=subjects.authz_queue, max_workers=workers)
     async def scope(req: ScopeRequest) -> ScopeReply:
         result = await service.scope(req.user, req.groups)
-        try:
-            await audit.publish(audit_event(req.user, result))
-        except Exception:  # process edge: an audit outage must not stop answers; logged
-            log.exception("could not publish the scope_resolved audit event")
+        if audit is not None:
+            await audit.emit(audit_event(req.user, req.groups, result))
         return result.reply
 
     @router.subscriber(subjects.authz_authenticate, queue=subjects.authz_queue, max_workers=workers)
     async def authenticate(req: AuthenticateRequest) -> AuthenticateReply:
-        return await service.authenticate(req.token)
+        reply = await service.authenticate(req.token)
+        if audit is not None:
+            await audit.emit(token_event(reply))
+        return reply
 
     @router.subscriber(subjects.authz_resolve, queue=subjects.authz_queue, max_workers=workers)
     async def resolve(req: ResolveRequest) -> ResolveReply:

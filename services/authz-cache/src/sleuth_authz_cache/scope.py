@@ -59,6 +59,7 @@ class ScopeResolver:
                         extra={"cluster": cluster})
             return str(e) or "backend error"
         except Exception:  # a bug in a backend must not widen or hang anyone's scope
+            self._metrics.crashes.labels("authz-cache", "scope").inc()
             log.exception("scope of %s on cluster %s failed unexpectedly", user, cluster,
                           extra={"cluster": cluster})
             return "internal error"

@@ -10,6 +10,7 @@ import uvicorn
 
 from sleuth_common.config import load_settings
 from sleuth_common.logs import configure_logging
+from sleuth_common.tracing import setup_tracing, traced_asgi
 from sleuth_gateway.app import create_app
 from sleuth_gateway.server import server_config
 from sleuth_gateway.settings import Settings
@@ -30,8 +31,9 @@ def main(argv: list[str] | None = None) -> None:
         update = {k: v for k, v in (("host", args.host), ("port", args.port)) if v}
         settings = settings.model_copy(update={"gateway": settings.gateway.model_copy(update=update)})
     configure_logging(settings.logging)
+    setup_tracing("sleuth-gateway")
     log.info("starting gateway", extra={"url": settings.gateway.url()})
-    server = uvicorn.Server(server_config(create_app(settings), settings.gateway))
+    server = uvicorn.Server(server_config(traced_asgi(create_app(settings)), settings.gateway))
     server.run()
     if not server.started:
         sys.exit(3)  # as uvicorn.run: the app did not start

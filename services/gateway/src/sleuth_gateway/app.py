@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -11,7 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from sleuth_gateway import channel_api, handlers, web
+from sleuth_gateway import asking, channel_api, handlers, web
 from sleuth_gateway.errors import ApiError
 from sleuth_gateway.mattermost import MATTERMOST_PREFIX, MattermostAdapter
 from sleuth_gateway.mcp_server import McpEndpoint
@@ -38,6 +39,7 @@ def _mattermost(gateway: Gateway) -> MattermostAdapter | None:
         return None
     adapter = MattermostAdapter(gateway, cfg, token.get_secret_value())
     gateway.chat_targets[MATTERMOST_PREFIX] = adapter.deliver
+    gateway.deliverers["mattermost"] = adapter.resume_answer
     gateway.status["mattermost"] = lambda: adapter.state
     return adapter
 
@@ -46,6 +48,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
     """Build the app; nothing connects until the ASGI lifespan starts."""
     settings = settings or Settings()
     gateway = Gateway(settings)
+    gateway.deliverers["conversation"] = functools.partial(asking.deliver_resumed, gateway)
     mcp = McpEndpoint(gateway)
     mattermost = _mattermost(gateway)
 
@@ -58,6 +61,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             if mattermost is not None:
                 await mattermost.start()
                 stack.push_async_callback(mattermost.stop)
+            gateway.resume_pending()  # answers of questions that ran when a gateway went away
             yield
 
     routes = [

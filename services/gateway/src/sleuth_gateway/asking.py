@@ -9,8 +9,13 @@
    ``InvestigationJob`` on JetStream, the job's progress and result subjects subscribed first,
    the question in the person's conversation.
 4. ``wait`` — progress to a callback (and ``None`` after ``heartbeat`` quiet seconds), then
-   ``finish``: the answer in the conversation, the latency metric, the payload both surfaces
-   return. A deadline passed is ``finish_timeout`` and ``JobTimeout`` (504).
+   ``finish``: the answer in the conversation (once per job), the latency metric, the payload
+   both surfaces return. A deadline passed is ``finish_timeout`` and ``JobTimeout`` (504).
+
+A request id the caller chose (``X-Request-Id``) names the question: the same person sending it
+again — the web chat reconnecting after the gateway restarted, an MCP or API client retrying —
+gets the job it started (``resume``, or ``submit`` losing a race to a twin), its answer kept in
+RESULTS or still to come; never a second investigation (sleuth_gateway.pending).
 """
 
 from __future__ import annotations
@@ -32,17 +37,21 @@ from sleuth_gateway.conversation import ConversationStore, answer_message, quest
 from sleuth_gateway.errors import (
     BadRequest,
     BusUnavailable,
+    Conflict,
     DependencyUnavailable,
     JobTimeout,
     PayloadTooLarge,
     RateLimited,
 )
+from sleuth_gateway.metrics import Surface
+from sleuth_gateway.pending import PendingJob, question_digest
 from sleuth_gateway.render import render_markdown
 from sleuth_gateway.runtime import Gateway
 
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "SURFACE_OF_ORIGIN",
     "TIMEOUT_MESSAGE",
     "Asking",
     "Memory",
@@ -51,12 +60,16 @@ __all__ = [
     "check_question",
     "finish",
     "finish_timeout",
+    "resume",
     "submit",
     "take_question",
     "wait",
 ]
 
 TIMEOUT_MESSAGE = "the investigation did not finish in time"
+
+SURFACE_OF_ORIGIN: dict[str, Surface] = {"api": "api", "mcp": "mcp", "chat": "mattermost"}
+"""The surface a question asked through the gateway came in on, by its job's origin."""
 
 Progress = Callable[[JobProgress | None], Awaitable[None]]
 """Called with each progress message of a job, and with ``None`` after quiet ``heartbeat`` seconds."""
@@ -72,10 +85,19 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class JobRef:
+    """What waiting for a job needs of it."""
+
+    id: str
+    deadline: float
+    """Unix seconds."""
+
+
+@dataclass(frozen=True)
 class Asking:
     """One submitted question: its job, the subscription to its answer, who asked, and when."""
 
-    job: InvestigationJob
+    job: JobRef
     watch: JobWatch
     identity: Identity
     request_id: str
@@ -83,6 +105,12 @@ class Asking:
     memory: Memory | None
     """Where the question and its answer are remembered; ``None``: the caller remembers them
     (after it showed the answer)."""
+    resumed: bool = False
+    """A job asked before (a retry with the same request id): not counted again."""
+    slot: str = ""
+    """The in-flight slot the job was admitted with (given back with its answer)."""
+    surface: Surface = "api"
+    """Where the question came in (``sleuth_gateway_messages_total``)."""
 
 
 def check_question(text: str, limit: int, name: str = "query") -> None:
@@ -94,22 +122,24 @@ def check_question(text: str, limit: int, name: str = "query") -> None:
         raise PayloadTooLarge(f"the question is {len(text)} characters long; the limit is {limit} characters")
 
 
-async def take_question(gw: Gateway, identity: Identity, what: str) -> None:
+async def take_question(gw: Gateway, identity: Identity, what: str, surface: Surface) -> None:
     """One token from the user's question bucket (questions and channel posts), or 429."""
     decision = await gw.ratelimiter.take(identity.user)
     if not decision.allowed:
         gw.metrics.rate_limited.inc()
+        gw.metrics.message(surface, "rate_limited")
         raise RateLimited(
             f"too many {what}: try again in {max(1, round(decision.retry_after))} s", decision.retry_after
         )
 
 
-async def admit(gw: Gateway, identity: Identity) -> str:
+async def admit(gw: Gateway, identity: Identity, surface: Surface) -> str:
     """A question's admission: a token from the question bucket, then an in-flight slot (its id,
     to give back with ``gw.inflight.release(identity.user, slot)``); 429 when either is used up."""
-    await take_question(gw, identity, "questions")
+    await take_question(gw, identity, "questions", surface)
     slot = await gw.inflight.acquire(identity.user)
     if slot is None:
+        gw.metrics.message(surface, "rate_limited")
         raise RateLimited(
             f"too many questions in flight: at most {gw.inflight.limit} at once; wait for one to finish",
             2.0,
@@ -131,6 +161,10 @@ async def submit(
     clusters: tuple[str, ...] = (),
     audience: tuple[Requester, ...] = (),
     remember: bool = True,
+    retry_id: str = "",
+    slot: str = "",
+    surface: str = "",
+    target: dict[str, Any] | None = None,
 ) -> Asking:
     """Publish the job for ``question`` and return what waits for its answer; 503 when the bus
     cannot take it.
@@ -139,13 +173,58 @@ async def submit(
     chat user the gateway mapped itself (it signs as ``sleuth-chat``). ``audience``: everyone
     else who reads the answer (a chat channel's members). ``history`` ``None``: the last turns of
     the person's own conversation, where the question and its answer are then stored;
-    ``remember=False``: nothing is stored (the caller keeps its own memory, e.g. a chat thread's)."""
+    ``remember=False``: nothing is stored (the caller keeps its own memory, e.g. a chat thread's).
+
+    ``retry_id``: the request id the caller chose; when this person asked with it before, the
+    ``Asking`` of that job (see ``resume``). ``slot``: the admission's in-flight slot. ``surface``
+    and ``target``: where a gateway restarted meanwhile delivers the answer (default: the person's
+    conversation when ``remember``, else nowhere)."""
     cfg = gw.settings.gateway
     t0 = time.monotonic()
     memory = Memory(gw.conversations, identity.user)
+    job_id = uuid.uuid4().hex
+    deadline = time.time() + cfg.answer_timeout
+    if retry_id:
+        earlier = await gw.pending.claim_request(identity.user, retry_id, job_id, deadline)
+        if earlier is not None:  # a twin of this request got there first
+            return await _resumed(gw, identity, earlier, request_id, question)
+    try:
+        return await _submit(
+            gw, identity, token, question, job_id=job_id, deadline=deadline, t0=t0, memory=memory,
+            request_id=request_id, origin=origin, history=history, review=review, clusters=clusters,
+            audience=audience, remember=remember, slot=slot,
+            surface=surface or ("conversation" if remember else "none"), target=target or {},
+        )
+    except BaseException:
+        if retry_id:
+            await gw.pending.forget_request(identity.user, retry_id)
+        raise
+
+
+async def _submit(
+    gw: Gateway,
+    identity: Identity,
+    token: str | None,
+    question: str,
+    *,
+    job_id: str,
+    deadline: float,
+    t0: float,
+    memory: Memory,
+    request_id: str,
+    origin: Origin,
+    history: tuple[HistoryTurn, ...] | None,
+    review: bool,
+    clusters: tuple[str, ...],
+    audience: tuple[Requester, ...],
+    remember: bool,
+    slot: str,
+    surface: str,
+    target: dict[str, Any],
+) -> Asking:
+    cfg = gw.settings.gateway
     if history is None:
         history = await memory.store.history(memory.key, cfg.history_turns)
-    job_id = uuid.uuid4().hex
     # The agent trusts the requester only with a signature over it (a fresh one per job):
     # authz-cache's over a login, or the gateway's own over a chat user it mapped.
     if token is not None:
@@ -161,7 +240,7 @@ async def submit(
         clusters=clusters,
         audience=audience,
         review=review,
-        deadline=time.time() + cfg.answer_timeout,
+        deadline=deadline,
         reply_subject=gw.bus.subjects.jobs_done(job_id),
         identity=assertion,
     )
@@ -169,10 +248,16 @@ async def submit(
         watch = await gw.bus.watch(job.id)
     except BusError as exc:
         raise BusUnavailable(f"the investigation service is unavailable ({exc}); try again shortly") from exc
+    # Recorded before it is submitted: a gateway that dies just after still knows where it goes.
+    await gw.pending.record(PendingJob(
+        job.id, identity.user, identity.groups, deadline, request_id=request_id, origin=origin,
+        question=question_digest(question), surface=surface, slot=slot, target=target,
+    ))
     try:
         await gw.bus.submit(job)
     except BusError as exc:
         await watch.close()
+        await gw.pending.done(job.id)
         raise BusUnavailable(f"the investigation service is unavailable ({exc}); try again shortly") from exc
     log.info(
         "question submitted",
@@ -184,10 +269,42 @@ async def submit(
             "chars": len(question),
         },
     )
+    ref, where = JobRef(job.id, deadline), SURFACE_OF_ORIGIN.get(origin, "api")
     if not remember:
-        return Asking(job, watch, identity, request_id, t0, None)
+        return Asking(ref, watch, identity, request_id, t0, None, slot=slot, surface=where)
     await memory.store.append(memory.key, question_message(question, request_id))
-    return Asking(job, watch, identity, request_id, t0, memory)
+    return Asking(ref, watch, identity, request_id, t0, memory, slot=slot, surface=where)
+
+
+async def resume(gw: Gateway, identity: Identity, request_id: str, question: str) -> Asking | None:
+    """The job this person started with ``request_id`` (the same request sent again), waiting for
+    its answer or holding the one kept in RESULTS; ``None`` when they never used this request id.
+    409 when they used it for another question (or with other access: the kept answer was fitted
+    to what they could read then). Someone else's use of the id is not theirs: ``None``."""
+    if not request_id:
+        return None
+    job_id = await gw.pending.job_of(identity.user, request_id)
+    if job_id is None:
+        return None
+    return await _resumed(gw, identity, job_id, request_id, question)
+
+
+async def _resumed(gw: Gateway, identity: Identity, job_id: str, request_id: str, question: str) -> Asking:
+    job = await gw.pending.get(job_id)
+    if job is None or job.user != identity.user:
+        raise Conflict(f"request id {request_id} was used before and its answer is gone; ask with a new request id")
+    if job.question != question_digest(question) or tuple(job.groups) != tuple(identity.groups):
+        raise Conflict(
+            f"request id {request_id} was used before for another question; send a new request id with each question"
+        )
+    try:
+        watch = await gw.bus.watch(job_id, kept=True)
+    except BusError as exc:
+        raise BusUnavailable(f"the investigation service is unavailable ({exc}); try again shortly") from exc
+    memory = Memory(gw.conversations, job.user) if job.surface == "conversation" else None
+    log.info("question resumed", extra={"request_id": request_id, "user": identity.user, "job_id": job_id})
+    return Asking(JobRef(job_id, job.deadline), watch, identity, request_id, time.monotonic(), memory,
+                  resumed=True, slot=job.slot, surface=SURFACE_OF_ORIGIN.get(job.origin, "api"))
 
 
 def _chat_assertion(gw: Gateway, identity: Identity, job_id: str, audience: tuple[Requester, ...]) -> str:
@@ -229,7 +346,9 @@ async def finish(gw: Gateway, asking: Asking, result: InvestigationResult) -> di
     """Count and remember a delivered answer; the payload ``/v1/query`` answers with (without
     ``request_id``): ``answer``, ``answer_html``, ``result``, ``user``, ``job_id``."""
     identity, job = asking.identity, asking.job
-    gw.metrics.query_seconds.observe(time.monotonic() - asking.t0)
+    if not asking.resumed:
+        gw.metrics.query_seconds.observe(time.monotonic() - asking.t0)
+    gw.metrics.answered(asking.surface, result.status)
     log.info(
         "answer delivered",
         extra={
@@ -239,11 +358,9 @@ async def finish(gw: Gateway, asking: Asking, result: InvestigationResult) -> di
             "status": result.status,
         },
     )
-    if asking.memory is not None:
-        await asking.memory.store.append(
-            asking.memory.key,
-            answer_message(result.answer_markdown, asking.request_id, result=result, job_id=job.id),
-        )
+    await _remember_once(asking, answer_message(result.answer_markdown, asking.request_id, result=result,
+                                                job_id=job.id))
+    await _settled(gw, asking)
     return {
         "answer": result.answer_markdown,
         "answer_html": render_markdown(result.answer_markdown),
@@ -256,12 +373,41 @@ async def finish(gw: Gateway, asking: Asking, result: InvestigationResult) -> di
 async def finish_timeout(gw: Gateway, asking: Asking) -> None:
     """Count and remember a question whose answer did not come in time."""
     identity, job = asking.identity, asking.job
-    gw.metrics.query_seconds.observe(time.monotonic() - asking.t0)
+    if not asking.resumed:
+        gw.metrics.query_seconds.observe(time.monotonic() - asking.t0)
+    gw.metrics.message(asking.surface, "timeout")
     log.warning(
         "investigation timed out",
         extra={"request_id": asking.request_id, "user": identity.user, "job_id": job.id},
     )
-    if asking.memory is not None:
-        await asking.memory.store.append(
-            asking.memory.key, answer_message(f"Sorry: {TIMEOUT_MESSAGE}.", asking.request_id, job_id=job.id)
-        )
+    await _remember_once(asking, answer_message(f"Sorry: {TIMEOUT_MESSAGE}.", asking.request_id, job_id=job.id))
+    await _settled(gw, asking)
+
+
+async def _remember_once(asking: Asking, message: dict[str, Any]) -> None:
+    """The answer in the conversation once per job, whichever delivers it first (this request, a
+    retry of it, a restarted gateway resuming it). Best effort, as every conversation write."""
+    if asking.memory is None:
+        return
+    try:
+        await asking.memory.store.append_once(asking.memory.key, f"job-{asking.job.id}", message)
+    except DependencyUnavailable as exc:
+        log.warning("could not store a conversation message: %s", exc.message, extra={"job_id": asking.job.id})
+
+
+async def _settled(gw: Gateway, asking: Asking) -> None:
+    """Nothing left to resume: the job off the pending list, its slot back (again is harmless)."""
+    await gw.pending.done(asking.job.id)
+    if asking.slot:
+        await gw.inflight.release(asking.identity.user, asking.slot)
+
+
+async def deliver_resumed(gw: Gateway, job: PendingJob, result: InvestigationResult | None) -> None:
+    """A restarted gateway's delivery of a question asked over the API, MCP or the web chat: the
+    answer (``None``: the timeout notice) in the asker's conversation once per job, the slot back.
+    Redis not answering raises: the job stays pending for the next start."""
+    text = result.answer_markdown if result is not None else f"Sorry: {TIMEOUT_MESSAGE}."
+    message = answer_message(text, job.request_id, result=result, job_id=job.job_id)
+    await gw.conversations.append_once(job.user, f"job-{job.job_id}", message)
+    if job.slot:
+        await gw.inflight.release(job.user, job.slot)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from sleuth_common.messages import AuthenticateReply
+from sleuth_common.messages.audit import Entry
 from sleuth_gateway.bus import Bus, BusError
 from sleuth_gateway.errors import DependencyUnavailable, RateLimited, Unauthorized
 from sleuth_gateway.gate import ConcurrencyGate
@@ -84,7 +85,9 @@ class Authenticator:
         throttle: LoginThrottle | None = None,
         lookups_per_address: int = 0,
         clock: Callable[[], float] = time.monotonic,
+        on_sign_in: Callable[[Identity, Entry], None] | None = None,
     ) -> None:
+        """``on_sign_in``: told of every identity looked up (not of one served from the cache)."""
         self._bus = bus
         self._ttl = ttl
         self._negative_ttl = negative_ttl
@@ -94,13 +97,15 @@ class Authenticator:
         self._refused: dict[str, tuple[float, str]] = {}
         self._pending: dict[str, asyncio.Task[Identity]] = {}
         self._lookups = ConcurrencyGate(lookups_per_address)
+        self._on_sign_in = on_sign_in
 
     @staticmethod
     def _key(token: str) -> str:
         return hashlib.sha256(token.encode()).hexdigest()
 
-    async def authenticate(self, token: str, address: str = "") -> Identity:
-        """The identity of ``token``; ``address`` is the client's (for the sign-in throttle)."""
+    async def authenticate(self, token: str, address: str = "", *, entry: Entry = "") -> Identity:
+        """The identity of ``token``; ``address`` is the client's (for the sign-in throttle);
+        ``entry`` the entry point it came through (for the audit trail)."""
         key = self._key(token)
         now = self._clock()
         hit = self._cache.get(key)
@@ -116,7 +121,7 @@ class Authenticator:
                 raise RateLimited(
                     "too many sign-ins in progress from your address: try again in 1 s", 1.0, reason="sign_in_busy"
                 )
-            task = asyncio.create_task(self._lookup(key, token, address), name="gateway-authenticate")
+            task = asyncio.create_task(self._lookup(key, token, address, entry), name="gateway-authenticate")
             self._pending[key] = task
             task.add_done_callback(lambda t: self._done(key, client, t))
         # The same token asked for again while it is looked up waits for that answer, at no cost.
@@ -129,7 +134,7 @@ class Authenticator:
         if not task.cancelled():
             task.exception()  # retrieved here too, in case every waiter went away
 
-    async def _lookup(self, key: str, token: str, address: str) -> Identity:
+    async def _lookup(self, key: str, token: str, address: str, entry: Entry = "") -> Identity:
         if self._throttle is not None:
             wait = await self._throttle.wait(address)
             if wait > 0:
@@ -150,6 +155,8 @@ class Authenticator:
                 await self._throttle.failed(address)
             raise Unauthorized(message)
         identity = Identity(user=reply.user, groups=tuple(reply.groups))
+        if self._on_sign_in is not None:
+            self._on_sign_in(identity, entry)
         if self._ttl > 0:
             _prune(self._cache, now)
             self._cache[key] = (now + self._ttl, identity)

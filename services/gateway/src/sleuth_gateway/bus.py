@@ -3,7 +3,9 @@ ask the alerts service and an agent (``diagnostics``).
 
 The gateway makes core request/reply calls (authz-cache), JetStream publishes (jobs) and plain
 subscriptions to one job's progress and done subjects, so it uses the NATS client directly
-rather than a FastStream app.
+rather than a FastStream app. The same goes for a job's answer kept in the RESULTS stream after a
+restart: one "last message of this subject" get, no consumer (FastStream would add a subscriber
+per job for what is one request).
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
-from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
+from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 
-from sleuth_common.config import NatsSettings
+from sleuth_common.bus import BusError, PermanentBusError, TemporaryBusError, read_reply, request
+from sleuth_common.config import JetStreamSettings, NatsSettings
 from sleuth_common.connect import nats_connect_options
 from sleuth_common.health import RetryLog
 from sleuth_common.messages import (
@@ -52,19 +55,23 @@ _R = TypeVar("_R", bound=Message)
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Bus", "BusError", "JobWatch", "ensure_streams"]
+__all__ = ["Bus", "BusError", "JobWatch", "PermanentBusError", "TemporaryBusError", "ensure_streams"]
 
 
 
-class BusError(Exception):
-    """The bus could not carry a request (no responder, timeout, disconnected)."""
 
 
-async def ensure_streams(js: JetStreamContext, subjects: Subjects, replicas: int = 1) -> None:
-    """Create the JOBS and CHAT streams if absent (defined once in sleuth_common.streams) with
-    ``replicas`` copies. An existing stream is left as it is. Safe to call from several replicas
-    at once."""
-    await common_ensure_streams(js, subjects, "jobs", "chat", replicas=replicas)
+async def ensure_streams(
+    js: JetStreamContext, subjects: Subjects, replicas: int = 1, jetstream: JetStreamSettings | None = None
+) -> None:
+    """Create the JOBS, CHAT and RESULTS streams if absent (defined once in sleuth_common.streams)
+    with ``replicas`` copies (RESULTS: ``jetstream``'s age and size limits). An existing stream is
+    left as it is. Safe to call from several replicas at once."""
+    cfg = jetstream or JetStreamSettings()
+    await common_ensure_streams(
+        js, subjects, "jobs", "chat", "results", replicas=replicas,
+        results_max_age=cfg.results_max_age, results_max_bytes=cfg.results_max_bytes,
+    )
 
 
 class JobWatch:
@@ -88,7 +95,7 @@ class JobWatch:
             )
         except NatsError as exc:
             await self.close()
-            raise BusError(f"cannot subscribe to the job's subjects: {exc}") from exc
+            raise TemporaryBusError(f"cannot subscribe to the job's subjects: {exc}") from exc
         return self
 
     async def close(self) -> None:
@@ -99,6 +106,10 @@ class JobWatch:
             with contextlib.suppress(NatsError):
                 await self._subs[-1].unsubscribe()
             self._subs.pop()
+
+    def put(self, result: InvestigationResult) -> None:
+        """Hand in ``result`` as if it had just arrived (an answer kept in RESULTS)."""
+        self._queue.put_nowait(result)
 
     async def _on_done(self, msg: Msg) -> None:
         try:
@@ -128,8 +139,14 @@ class JobWatch:
         """
         while True:
             remaining = deadline - time.time()
-            if remaining <= 0:
+            if remaining <= 0 and self._queue.empty():  # a kept answer is handed out even so
                 raise TimeoutError
+            if not self._queue.empty():
+                ready = self._queue.get_nowait()
+                yield ready
+                if isinstance(ready, InvestigationResult):
+                    return
+                continue
             wait = min(remaining, heartbeat) if heartbeat else remaining
             try:
                 item = await asyncio.wait_for(self._queue.get(), wait)
@@ -160,9 +177,11 @@ class Bus:
         request_timeout: float,
         publish_timeout: float,
         stream_replicas: int = 1,
+        jetstream: JetStreamSettings | None = None,
     ) -> None:
         self._settings = nats_settings
         self.stream_replicas = stream_replicas
+        self.jetstream = jetstream or JetStreamSettings()
         self.subjects = subjects
         self.request_timeout = request_timeout
         self.publish_timeout = publish_timeout
@@ -194,7 +213,7 @@ class Bus:
                 reconnected_cb=self._on_reconnected,
             )
         self._js = self._nc.jetstream(timeout=self.publish_timeout)
-        await ensure_streams(self._js, self.subjects, self.stream_replicas)
+        await ensure_streams(self._js, self.subjects, self.stream_replicas, self.jetstream)
         return self._nc
 
     async def close(self) -> None:
@@ -224,20 +243,9 @@ class Bus:
         return await self._ask("reporter", self.subjects.reports(req.op), req, ReportReply, wait)
 
     async def _ask(self, service: str, subject: str, req: Message, reply: type[_R], wait: float) -> _R:
-        """A command to ``service`` (request/reply); ``BusError`` saying what went wrong."""
-        nc = self._client()
-        try:
-            msg = await nc.request(subject, req.to_bytes(), timeout=wait)
-        except NoRespondersError as exc:
-            raise BusError(f"the {service} service is not running") from exc
-        except NatsTimeoutError as exc:
-            raise BusError(f"the {service} service did not answer within {wait:g}s") from exc
-        except NatsError as exc:
-            raise BusError(f"the {service} request failed: {exc}") from exc
-        try:
-            return reply.model_validate_json(msg.data)
-        except ValidationError as exc:
-            raise BusError(f"the {service} service sent a malformed reply") from exc
+        """A command to ``service`` (request/reply); ``TemporaryBusError`` or ``PermanentBusError``
+        saying what went wrong."""
+        return await request(self._client(), subject, req, reply, wait=wait, service=f"the {service} service")
 
     async def agent_diagnostics(self, req: AgentDiagnosticsRequest, wait: float) -> AgentDiagnosticsReply:
         """One agent's view of its MCP servers and LLM (the agents answer in a queue group). The
@@ -254,39 +262,22 @@ class Bus:
                 with contextlib.suppress(NatsError):
                     await sub.unsubscribe()
         except NatsTimeoutError as exc:
-            raise BusError(f"no agent answered within {wait:g}s") from exc
+            raise TemporaryBusError(f"no agent answered within {wait:g}s", reason="timeout") from exc
         except NatsError as exc:
-            raise BusError(f"the request failed: {exc}") from exc
+            raise TemporaryBusError(f"the request failed: {exc}") from exc
         if msg.headers and msg.headers.get("Status") == "503":  # nats-server: nobody subscribed
-            raise BusError("no agent is running")
-        try:
-            return AgentDiagnosticsReply.model_validate_json(msg.data)
-        except ValidationError as exc:
-            raise BusError("the agent sent a malformed reply") from exc
+            raise TemporaryBusError("no agent is running", reason="no_responders")
+        # An agent's error reply or a malformed reply: typed.
+        return read_reply(msg, AgentDiagnosticsReply, service="the agent", subject=self.subjects.agent_diagnostics)
 
     def _client(self) -> NatsClient:
         if self._nc is None or not self._nc.is_connected:
-            raise BusError("not connected to NATS")
+            raise TemporaryBusError("not connected to NATS", reason="disconnected")
         return self._nc
 
     async def authenticate(self, token: str) -> AuthenticateReply:
-        nc = self._client()
-        try:
-            msg = await nc.request(
-                self.subjects.authz_authenticate,
-                AuthenticateRequest(token=token).to_bytes(),
-                timeout=self.request_timeout,
-            )
-        except NoRespondersError as exc:
-            raise BusError("no authz-cache is listening") from exc
-        except NatsTimeoutError as exc:
-            raise BusError(f"authz-cache did not answer within {self.request_timeout:g}s") from exc
-        except NatsError as exc:
-            raise BusError(f"the authenticate request failed: {exc}") from exc
-        try:
-            return AuthenticateReply.model_validate_json(msg.data)
-        except ValidationError as exc:
-            raise BusError("authz-cache sent a malformed reply") from exc
+        return await request(self._client(), self.subjects.authz_authenticate, AuthenticateRequest(token=token),
+                             AuthenticateReply, wait=self.request_timeout, service="authz-cache")
 
     async def invalidate(self, user: str) -> None:
         nc = self._client()
@@ -294,10 +285,36 @@ class Bus:
             await nc.publish(self.subjects.authz_invalidate, InvalidateRequest(user=user).to_bytes())
             await nc.flush(timeout=math.ceil(self.request_timeout))
         except (TimeoutError, NatsError) as exc:
-            raise BusError(f"could not publish the invalidation: {exc}") from exc
+            raise TemporaryBusError(f"could not publish the invalidation: {exc}") from exc
 
-    async def watch(self, job_id: str) -> JobWatch:
-        return await JobWatch(self._client(), self.subjects, job_id).open()
+    async def watch(self, job_id: str, *, kept: bool = False) -> JobWatch:
+        """Progress and the result of ``job_id`` from now on; ``kept``: also its answer kept in
+        RESULTS, when it finished before (a job resumed after a restart or a retry)."""
+        watch = await JobWatch(self._client(), self.subjects, job_id).open()
+        if kept:
+            result = await self.kept_result(job_id)
+            if result is not None:
+                watch.put(result)
+        return watch
+
+    async def kept_result(self, job_id: str) -> InvestigationResult | None:
+        """The answer of ``job_id`` kept in RESULTS (``jetstream.results_max_age``), or ``None``
+        (not finished, expired, or the stream cannot be read now: a live watch still gets it)."""
+        self._client()
+        assert self._js is not None
+        try:
+            msg = await self._js.get_last_msg(self.subjects.stream_results, self.subjects.jobs_done(job_id))
+        except NotFoundError:
+            return None
+        except (TimeoutError, NatsError) as exc:
+            log.warning("cannot read a kept answer: %r", exc, extra={"job_id": job_id})
+            return None
+        try:
+            result = InvestigationResult.model_validate_json(msg.data or b"")
+        except ValidationError:
+            log.warning("ignored a malformed kept answer", extra={"job_id": job_id})
+            return None
+        return result if result.job_id in ("", job_id) else None
 
     async def submit(self, job: InvestigationJob) -> None:
         self._client()
@@ -311,7 +328,7 @@ class Bus:
                 headers={"Nats-Msg-Id": job.id},
             )
         except (TimeoutError, NatsError) as exc:
-            raise BusError(f"JetStream did not accept the job: {exc!r}") from exc
+            raise TemporaryBusError(f"JetStream did not accept the job: {exc!r}") from exc
 
     async def _on_error(self, exc: Exception) -> None:
         log.warning("NATS error: %s", exc)

@@ -79,7 +79,7 @@ async def post_channel_message(request: Request) -> Response:
         raise PayloadTooLarge(
             f"the message is {len(text)} characters long; the limit is {cfg.question_limit}"
         )
-    await _take_question(gw, identity, "messages")
+    await _take_question(gw, identity, "messages", "web")
     posted = [channel_message(text, identity.user)]
     await gw.channels.append(channel.name, posted[0])
     command = parse_command(text)

@@ -27,6 +27,7 @@ from redis.exceptions import RedisError
 from sleuth_common.messages import ChatPost, web_channel
 from sleuth_common.messages.schedules import conversation_user
 from sleuth_common.subjects import Subjects
+from sleuth_common.tracing import consumed
 from sleuth_gateway.conversation import ConversationStore
 from sleuth_gateway.errors import DependencyUnavailable
 
@@ -126,6 +127,9 @@ class ChatConsumer:
 
     async def start(self) -> None:
         js = self._nc.jetstream()
+        # Stays a hand-written nats-py loop, not a FastStream subscriber: FastStream 0.7.8's concurrent
+        # pull subscriber fetches before a worker slot is free and holds what it fetched (no in-progress
+        # heartbeats), so a busy replica would sit on work others could run (sleuth_common.bus, "JetStream").
         self._sub = await js.pull_subscribe(
             self._subjects.chat_outbound,
             durable=CHAT_DURABLE,
@@ -163,7 +167,8 @@ class ChatConsumer:
                     await msg.term()
                     continue
                 try:
-                    await self.deliver(post)
+                    with consumed(msg, "deliver chat post"):
+                        await self.deliver(post)
                 except Exception as exc:  # any adapter trouble: the post waits, nothing is lost
                     log.warning("chat post left for redelivery: %s", exc)
                     with contextlib.suppress(NatsError):

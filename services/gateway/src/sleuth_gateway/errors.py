@@ -8,6 +8,7 @@ __all__ = [
     "ApiError",
     "BadRequest",
     "BusUnavailable",
+    "Conflict",
     "DependencyUnavailable",
     "Forbidden",
     "JobTimeout",
@@ -89,3 +90,10 @@ class BusUnavailable(ApiError):
 
 class JobTimeout(ApiError):
     status = 504
+
+
+class Conflict(ApiError):
+    """The request id was used before for another question (or by the same person with other
+    access): a retry must repeat its request exactly."""
+
+    status = 409

@@ -17,7 +17,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from sleuth_common.health import alive
 from sleuth_common.messages import HistoryTurn, JobProgress
-from sleuth_gateway import asking
+from sleuth_common.messages.audit import Entry
+from sleuth_gateway import asking, audit
 from sleuth_gateway.asking import TIMEOUT_MESSAGE, Asking
 from sleuth_gateway.auth import Identity, bearer_token, is_refused
 from sleuth_gateway.body import parse_json_object, read_body
@@ -61,7 +62,7 @@ class QueryBody(BaseModel):
 
 
 def _gw(request: Request) -> Gateway:
-    return request.app.state.gateway  # type: ignore[no-any-return]
+    return request.app.state.gateway
 
 
 def _rid(request: Request) -> str:
@@ -74,8 +75,9 @@ def _json(
     return JSONResponse({**body, "request_id": _rid(request)}, status_code=status, headers=headers)
 
 
-def _note_refused(gw: Gateway, exc: ApiError, request_id: str, user: str) -> None:
-    """Count (by the guard's reason) and log a refusal, wherever the caller is told about it."""
+def _note_refused(gw: Gateway, exc: ApiError, request_id: str, user: str, entry: Entry = "api") -> None:
+    """Count (by the guard's reason), log and audit a refusal, wherever the caller is told about it."""
+    audit.refusal(gw, exc, entry=entry, user=user, request_id=request_id)
     if exc.reason:
         gw.metrics.refused.labels(reason=exc.reason).inc()
     log.info("refused: %s", exc.message, extra={"request_id": request_id, "user": user, "status": exc.status})
@@ -83,7 +85,8 @@ def _note_refused(gw: Gateway, exc: ApiError, request_id: str, user: str) -> Non
 
 async def api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    _note_refused(_gw(request), exc, _rid(request), getattr(request.state, "user", ""))
+    _note_refused(_gw(request), exc, _rid(request), getattr(request.state, "user", ""),
+                  audit.entry_of_path(request.url.path))
     return _json(request, {"error": exc.message, **exc.extra}, exc.status, exc.headers)
 
 
@@ -100,7 +103,7 @@ async def _identify(request: Request, *, bucket: Literal["read", "none"] = "read
     cfg = gw.settings.gateway
     token = bearer_token(request.headers.get("authorization"))
     address = request.client.host if request.client else ""
-    identity = await gw.authenticator.authenticate(token, address)
+    identity = await gw.authenticator.authenticate(token, address, entry=audit.entry_of_path(request.url.path))
     request.state.user = identity.user
     request.state.token = token  # for this request only: a job gets a fresh signed identity
     if is_refused(identity, cfg.refused_identities):
@@ -185,13 +188,25 @@ async def query(request: Request) -> Response:
     identity = await _identify(request, bucket="none")
     raw = await read_body(request, cfg.max_body_bytes, cfg.body_timeout)
     body = _parse_query(raw, cfg.question_limit, cfg.max_json_depth)
-    slot = await asking.admit(gw, identity)
+    command = parse_command(body.query)
+    if command is None:
+        # The same request again (X-Request-Id): the job it started, never a second one.
+        resumed = await asking.resume(gw, identity, _chosen_id(request), body.query)
+        if resumed is not None:
+            await _take_read(gw, identity)
+            return await _answer(request, resumed)
+    slot = await asking.admit(gw, identity, "api")
     # Released when the response is finished (a stream's last event sent, or its client gone).
     on_finish(request, lambda: gw.inflight.release(identity.user, slot))
-    command = parse_command(body.query)
     if command is not None:
         return await _command(request, identity, body.query, command)
-    return await _investigate(request, identity, body)
+    return await _investigate(request, identity, body, slot)
+
+
+def _chosen_id(request: Request) -> str:
+    """The request id when the caller chose it (``X-Request-Id``), else "": a retry sends its own."""
+    rid = _rid(request)
+    return rid if request.headers.get("x-request-id") == rid else ""
 
 
 async def _command(request: Request, identity: Identity, text: str, command: Command) -> Response:
@@ -216,7 +231,7 @@ async def _command(request: Request, identity: Identity, text: str, command: Com
     return _json(request, payload)
 
 
-async def _investigate(request: Request, identity: Identity, body: QueryBody) -> Response:
+async def _investigate(request: Request, identity: Identity, body: QueryBody, slot: str) -> Response:
     gw = _gw(request)
     rid = _rid(request)
     asked = await asking.submit(
@@ -228,7 +243,14 @@ async def _investigate(request: Request, identity: Identity, body: QueryBody) ->
         origin="api",
         history=tuple(body.history) if body.history is not None else None,
         review=body.review,
+        retry_id=_chosen_id(request),
+        slot=slot,
     )
+    return await _answer(request, asked)
+
+
+async def _answer(request: Request, asked: Asking) -> Response:
+    gw = _gw(request)
     if _wants_stream(request):
         return _stream(request, _job_events(gw, asked), background=BackgroundTask(asked.watch.close))
     return _json(request, await asking.wait(gw, asked))
@@ -238,7 +260,8 @@ async def _job_events(gw: Gateway, asked: Asking) -> AsyncIterator[str]:
     """SSE: ``accepted``, then ``progress``…, then ``result`` (or ``error``); ``: keepalive`` comments."""
     job, rid = asked.job, asked.request_id
     try:
-        yield _sse("accepted", {"job_id": job.id, "user": asked.identity.user, "request_id": rid})
+        yield _sse("accepted", {"job_id": job.id, "user": asked.identity.user, "request_id": rid,
+                                "resumed": asked.resumed})
         try:
             async for item in asked.watch.events(job.deadline, heartbeat=_SSE_HEARTBEAT):
                 if item is None:
@@ -287,4 +310,6 @@ async def readyz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    return Response(_gw(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)
+    gw = _gw(request)
+    await gw.refresh_metrics()
+    return Response(gw.metrics.render(), media_type=CONTENT_TYPE_LATEST)

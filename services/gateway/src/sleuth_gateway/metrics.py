@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-__all__ = ["Metrics"]
+from sleuth_common.jobs_queue import JobsQueueGauges
+from sleuth_common.messages.jobs import ResultStatus
+
+__all__ = ["MESSAGE_OUTCOMES", "SURFACES", "MessageOutcome", "Metrics", "Surface"]
+
+Surface = Literal["api", "mcp", "mattermost", "web"]
+"""Where a question or message came in: ``POST /v1/query``, the MCP tool ``ask``, a Mattermost
+post, a web-chat channel post."""
+SURFACES: tuple[Surface, ...] = get_args(Surface)
+MessageOutcome = Literal["answered", "denied", "agent_error", "timeout", "rate_limited", "ignored"]
+"""``answered`` (the agent's answer delivered), ``denied`` (refused: the agent's identity check, an
+unmapped chat account, a refused identity, a channel whose readers cannot be checked),
+``agent_error`` (the agent answered with an error), ``timeout`` (no answer by the deadline),
+``rate_limited`` (a per-user limit), ``ignored`` (a chat post not for the bot)."""
+MESSAGE_OUTCOMES: tuple[MessageOutcome, ...] = get_args(MessageOutcome)
+_OUTCOME_OF_STATUS: dict[ResultStatus, MessageOutcome] = {
+    "diagnosed": "answered", "healthy": "answered", "insufficient_evidence": "answered",
+    "denied": "denied", "error": "agent_error",
+}
 
 
 class Metrics:
@@ -74,6 +94,34 @@ class Metrics:
             ["outcome"],
             registry=self.registry,
         )
+
+        self.messages = Counter(
+            "sleuth_gateway_messages",
+            "Questions and chat messages by surface (api, mcp, mattermost, web) and outcome (answered, "
+            "denied, agent_error, timeout, rate_limited, ignored); commands are not counted",
+            ["surface", "outcome"],
+            registry=self.registry,
+        )
+        for surface in SURFACES:
+            for outcome in MESSAGE_OUTCOMES:
+                self.messages.labels(surface, outcome)
+        self.crashes = Counter(
+            "sleuth_handler_crashes",
+            "Messages or requests whose handler raised unexpectedly (logged with its traceback), by "
+            "service and handler (http, mattermost_post)",
+            ["service", "handler"],
+            registry=self.registry,
+        )
+        for handler in ("http", "mattermost_post"):
+            self.crashes.labels("gateway", handler)
+        self.jobs_queue = JobsQueueGauges(self.registry)
+
+    def message(self, surface: Surface, outcome: MessageOutcome) -> None:
+        self.messages.labels(surface, outcome).inc()
+
+    def answered(self, surface: Surface, status: ResultStatus) -> None:
+        """A question's result delivered: counted by what the agent said."""
+        self.message(surface, _OUTCOME_OF_STATUS[status])
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

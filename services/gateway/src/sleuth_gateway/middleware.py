@@ -93,6 +93,7 @@ class RequestContextMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         except Exception:
+            self.metrics.crashes.labels("gateway", "http").inc()
             log.exception("unhandled error", extra={"request_id": request_id, "path": scope.get("path")})
             if not started:
                 await _json_error(send_wrapper, 500, "internal error", request_id)

@@ -10,6 +10,7 @@ import uvicorn
 
 from sleuth_common.config import load_settings
 from sleuth_common.logs import configure_logging
+from sleuth_common.tracing import setup_tracing, traced_asgi
 from sleuth_kube_mcp.app import create_app
 from sleuth_kube_mcp.kube import KubeConfigError
 from sleuth_kube_mcp.settings import Settings
@@ -31,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = load_settings(Settings, args.config)
     _configure_logging(settings)
+    setup_tracing("sleuth-kube-mcp")
     try:
         app = create_app(settings)
     except KubeConfigError as e:
@@ -38,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     k = settings.kube_mcp
     log.info("serving MCP on http://%s:%d/mcp", k.host, k.port)
-    uvicorn.run(app, host=k.host, port=k.port, log_config=None, access_log=False)
+    uvicorn.run(traced_asgi(app), host=k.host, port=k.port, log_config=None, access_log=False)
     return 0
 
 

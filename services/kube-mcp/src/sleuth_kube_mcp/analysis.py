@@ -380,11 +380,11 @@ def _build(namespace: str, objs: dict[str, list[dict[str, Any]]]) -> _Graph:
         iid = g.node_id("Ingress", str((ing.get("metadata") or {}).get("name")))
         for rule in (ing.get("spec") or {}).get("rules") or []:
             for path in ((rule.get("http") or {}).get("paths")) or []:
-                svc = ((path.get("backend") or {}).get("service") or {}).get("name")
-                if svc:
-                    exists = existing.get(("Service", str(svc)), False)
+                backend = ((path.get("backend") or {}).get("service") or {}).get("name")
+                if backend:
+                    exists = existing.get(("Service", str(backend)), False)
                     g.link(
-                        iid, g.add("Service", str(svc), **({} if exists else {"missing": True})), "routes-to"
+                        iid, g.add("Service", str(backend), **({} if exists else {"missing": True})), "routes-to"
                     )
         cls = (ing.get("spec") or {}).get("ingressClassName")
         if cls:

@@ -12,10 +12,9 @@ import uvicorn
 from faststream import FastStream
 from faststream.nats import NatsBroker
 from nats.aio.client import Client as Nats
-from nats.aio.subscription import Subscription
-from nats.errors import Error as NatsError
 from redis.asyncio import Redis
 
+from sleuth_common.audit import AuditLog
 from sleuth_common.connect import nats_broker, redis_client
 from sleuth_common.health import Dependencies, Readiness, until_up
 from sleuth_common.identity import IdentitySigner, signer_from_settings
@@ -23,6 +22,7 @@ from sleuth_common.subjects import Subjects
 from sleuth_reporter.asking import REPORTER_ISSUER, AgentClient
 from sleuth_reporter.bus import ensure_streams
 from sleuth_reporter.commands import Commands
+from sleuth_reporter.handlers import build_router
 from sleuth_reporter.mail import Mailer
 from sleuth_reporter.metrics import HealthServer, Metrics, health_app
 from sleuth_reporter.settings import Settings
@@ -46,7 +46,9 @@ class Reporter:
     deps: Dependencies = field(repr=False)
     nc: Nats | None = None
     worker: ReportWorker | None = None
-    _sub: Subscription | None = None
+    audit: AuditLog | None = None
+    commands: Commands | None = None
+    _start_with: tuple[Store, IdentitySigner | None, Mailer] | None = field(default=None, repr=False)
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -65,7 +67,11 @@ class Reporter:
 
     async def start(self) -> None:
         """Serve /healthz, /readyz and /metrics at once; connect to NATS (waiting as long as it
-        takes), answer commands, and once Redis answers, make the queued reports."""
+        takes), answer commands, and once Redis answers, make the queued reports. (The app's start:
+        ``_before_broker``, the broker's subscribers — the commands —, ``_after_broker``.)"""
+        await self.app.start()
+
+    async def _before_broker(self) -> None:
         cfg = self.settings.reporter
         if cfg.port and self._http is None:
             config = uvicorn.Config(health_app(self.metrics, self.readiness), host=cfg.host, port=cfg.port,
@@ -80,11 +86,17 @@ class Reporter:
         store = Store(self.redis, self.settings.prefix, cfg.state_ttl)
         self.deps.watch_redis()
         await until_up(lambda: self._connect(store), self.deps.nats_retry)
+        self._start_with = (store, signer, mailer)
+
+    async def _after_broker(self) -> None:
+        assert self.nc is not None and self._start_with is not None
+        await self.nc.flush()  # started means the server routes requests to us
+        store, signer, mailer = self._start_with
+        cfg = self.settings.reporter
         await self.deps.redis_up()
-        assert self.nc is not None
         js = self.nc.jetstream(timeout=cfg.publish_timeout)
         worker = ReportWorker(self.nc, js, store, self.settings, self.metrics,
-                              AgentClient(self.nc, js, self.settings, signer), mailer)
+                              AgentClient(self.nc, js, self.settings, signer), mailer, audit=self.audit)
         await worker.start()
         self.worker = worker
         self.deps.set_up = True
@@ -95,16 +107,13 @@ class Reporter:
         self.nc = self.deps.nc = await self.broker.connect()
         js = self.nc.jetstream(timeout=self.settings.reporter.publish_timeout)
         await ensure_streams(js, subjects, self.settings.jetstream.replicas)
-        if self._sub is None:
-            commands = Commands(self.nc, js, store, self.settings, self.metrics)
-            self._sub = await self.nc.subscribe(subjects.reports_all, queue=subjects.reporter_queue,
-                                                cb=commands.on_request)
-            await self.nc.flush()  # started means the server routes requests to us
+        if self.audit is None:
+            self.audit = AuditLog(subjects, "reporter", self.settings.audit, self.metrics.registry)
+            await self.audit.start(self.nc, self.settings.jetstream.replicas)
+        if self.commands is None:  # answered by the subscriber of ``handlers``, started next
+            self.commands = Commands(self.nc, js, store, self.settings, self.metrics, self.audit)
 
     async def stop(self) -> None:
-        if self._sub is not None:
-            with contextlib.suppress(NatsError):
-                await self._sub.unsubscribe()
         if self.worker is not None:
             await self.worker.stop()
         if self._http is not None:
@@ -112,6 +121,8 @@ class Reporter:
             if self._http_task is not None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._http_task
+        if self.audit is not None:
+            await self.audit.aclose()
         await self.deps.aclose()
         await self.redis.aclose()
 
@@ -129,9 +140,12 @@ def build(settings: Settings) -> Reporter:
         drain_timeout=2,
         log_level=logging.DEBUG,
     )
-    reporter = Reporter(settings, FastStream(broker), broker, Metrics(), redis, deps)
+    metrics = Metrics()
+    reporter = Reporter(settings, FastStream(broker), broker, metrics, redis, deps)
+    broker.include_router(build_router(lambda: reporter.commands, Subjects(settings.prefix), crashes=metrics.crashes))
     # Before the broker's own start: that reuses the connection made (and waited for) here.
-    reporter.app.on_startup(reporter.start)
+    reporter.app.on_startup(reporter._before_broker)
+    reporter.app.after_startup(reporter._after_broker)
     reporter.app.on_shutdown(reporter.stop)
     return reporter
 

@@ -4,20 +4,20 @@ and answers at once with its id; ``status`` answers how far a report is, to its 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import secrets
 
 from nats.aio.client import Client as Nats
-from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
-from pydantic import ValidationError
 from redis.exceptions import RedisError
 
+from sleuth_common.audit import AuditLog
+from sleuth_common.bus import PermanentBusError
 from sleuth_common.channels import audience_claims
 from sleuth_common.messages import ReportReply, ReportRequest, ReportTask, Requester, conversation_user
+from sleuth_common.messages.audit import ReportRequested
 from sleuth_common.subjects import Subjects
 from sleuth_reporter import compose
 from sleuth_reporter.metrics import Metrics
@@ -53,8 +53,13 @@ def readers_of(req: ReportRequest) -> tuple[Requester, ...]:
 
 
 class Commands:
-    def __init__(self, nc: Nats, js: JetStreamContext, store: Store, settings: Settings, metrics: Metrics) -> None:
+    def __init__(self, nc: Nats, js: JetStreamContext, store: Store, settings: Settings, metrics: Metrics,
+                 audit: AuditLog | None = None) -> None:
         self.nc = nc
+        if audit is None:  # commands built alone (tests); the app passes its own
+            audit = AuditLog(Subjects(settings.prefix), "reporter", settings.audit)
+            audit.bind_nats(nc)
+        self.audit = audit
         self.js = js
         self.store = store
         self.settings = settings
@@ -62,28 +67,21 @@ class Commands:
         self.metrics = metrics
         self.subjects = Subjects(settings.prefix)
 
-    async def on_request(self, msg: Msg) -> None:
-        op = msg.subject.rsplit(".", 1)[-1]
-        try:
-            req = ReportRequest.model_validate_json(msg.data)
-            if req.op != op:
-                raise ValueError(f"op {req.op!r} sent on {op!r}")
-        except (ValidationError, ValueError):
+    async def answer(self, req: ReportRequest, op: str) -> ReportReply:
+        """The reply to one command sent on ``reports.<op>`` (the subscriber is in ``handlers``); a
+        request naming another op is refused as malformed (``PermanentBusError``)."""
+        if req.op != op:
             self.metrics.requests.labels(op[:16], "malformed").inc()
-            reply = ReportReply(ok=False, text="That report request could not be read.")
-        else:
-            try:
-                reply = await (self.run(req) if op == "run" else self.status(req))
-            except _Refused as e:
-                self.metrics.requests.labels(op, "refused").inc()
-                reply = ReportReply(ok=False, text=str(e))
-            except (RedisError, NatsError, OSError, TimeoutError) as exc:
-                log.warning("report %s failed: %s", op, exc)
-                self.metrics.requests.labels(op, "unavailable").inc()
-                reply = ReportReply(ok=False, text="Reports are unavailable right now; try again shortly.")
-        if msg.reply:
-            with contextlib.suppress(NatsError):
-                await msg.respond(reply.to_bytes())
+            raise PermanentBusError(f"op {req.op!r} sent on {op[:16]!r}")
+        try:
+            return await (self.run(req) if op == "run" else self.status(req))
+        except _Refused as e:
+            self.metrics.requests.labels(op, "refused").inc()
+            return ReportReply(ok=False, text=str(e))
+        except (RedisError, NatsError, OSError, TimeoutError) as exc:
+            log.warning("report %s failed: %s", op, exc)
+            self.metrics.requests.labels(op, "unavailable").inc()
+            return ReportReply(ok=False, text="Reports are unavailable right now; try again shortly.")
 
     def _check(self, req: ReportRequest) -> tuple[str, ...]:
         """Refuse what cannot be posted safely; the addresses the report is emailed to."""
@@ -133,10 +131,10 @@ class Commands:
             await self.store.forget(report_id, req.target)
             raise
         self.metrics.requests.labels("run", "started").inc()
-        with contextlib.suppress(NatsError):
-            await self.nc.publish(self.subjects.audit("report_requested"), json.dumps(
-                {"report": report_id, "user": req.user, "target": req.target, "readers": len(req.members) or 1,
-                 "emails": len(emails)}).encode())
+        await self.audit.emit(ReportRequested(
+            report=report_id, user=req.user, groups=req.groups, entry="bus", decision="allowed",
+            counts={"readers": len(req.members) or 1, "emails": len(emails)},
+        ))
         log.info("report queued", extra={"report": report_id, "user": req.user, "target": req.target})
         return ReportReply(text=compose.started(report_id, len(emails)), id=report_id)
 

@@ -60,6 +60,13 @@ class Metrics:
             registry=self.registry,
             buckets=(0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300),
         )
+        self.crashes = Counter(
+            "sleuth_handler_crashes",
+            "Messages or requests whose handler raised unexpectedly (logged with its traceback), by "
+            "service and handler",
+            ["service", "handler"],
+            registry=self.registry,
+        )
 
     def count_findings(self, by: dict[tuple[str, str], int]) -> None:
         for (rule, severity), n in by.items():

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 import uuid
@@ -38,8 +37,11 @@ from nats.js.api import AckPolicy, ConsumerConfig
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 
+from sleuth_common.audit import AuditLog
 from sleuth_common.messages import ChatPost, InvestigationResult, ReportTask
+from sleuth_common.messages.audit import ReportSent
 from sleuth_common.subjects import Subjects
+from sleuth_common.tracing import consumed
 from sleuth_reporter import compose
 from sleuth_reporter.asking import AgentClient
 from sleuth_reporter.bus import publish_post
@@ -61,8 +63,13 @@ def post_id(report_id: str, part: str = "") -> str:
 
 class ReportWorker:
     def __init__(self, nc: Nats, js: JetStreamContext, store: Store, settings: Settings, metrics: Metrics,
-                 agent: AgentClient, mailer: Mailer, *, fetch_timeout: float = 1.0) -> None:
+                 agent: AgentClient, mailer: Mailer, *, fetch_timeout: float = 1.0,
+                 audit: AuditLog | None = None) -> None:
         self.nc = nc
+        if audit is None:  # a worker built alone (tests); the app passes its own
+            audit = AuditLog(Subjects(settings.prefix), "reporter", settings.audit)
+            audit.bind_nats(nc)
+        self.audit = audit
         self.js = js
         self.store = store
         self.settings = settings
@@ -85,6 +92,9 @@ class ReportWorker:
             durable_name=s.reporter_durable, ack_policy=AckPolicy.EXPLICIT, ack_wait=self.cfg.ack_wait,
             max_deliver=-1, max_ack_pending=-1, filter_subject=s.reports_queued_all,
         )
+        # Stays a hand-written nats-py loop, not a FastStream subscriber: FastStream 0.7.8's concurrent
+        # pull subscriber fetches before a worker slot is free and holds what it fetched (no in-progress
+        # heartbeats), so a busy replica would sit on work others could run (sleuth_common.bus, "JetStream").
         self._sub = await self.js.pull_subscribe(s.reports_queued_all, durable=s.reporter_durable,
                                                  stream=s.stream_reports, config=config)
         self._loop = asyncio.create_task(self._pull(), name="reporter-pull")
@@ -135,7 +145,8 @@ class ReportWorker:
 
     async def _process(self, msg: Msg) -> None:
         try:
-            await self._process_one(msg)
+            with consumed(msg, "run report"):
+                await self._process_one(msg)
         finally:
             self._slots.release()
 
@@ -219,12 +230,12 @@ class ReportWorker:
             self.metrics.seconds.observe(max(0.0, time.time() - task.created))
             if r is not None:
                 self.metrics.count_findings(Counter((f.rule, f.severity) for f in r.findings))
-            with contextlib.suppress(NatsError):
-                await self.nc.publish(self.subjects.audit("report_sent"), json.dumps({
-                    "report": task.id, "user": task.request.user, "target": rec.target, "status": status,
-                    "findings": len(r.findings) if r else 0, "tool_calls": result.tool_calls,
-                    "duration_ms": result.duration_ms,
-                }).encode())
+            await self.audit.emit(ReportSent(
+                report=task.id, via="chat", user=task.request.user, groups=task.request.groups, entry="report",
+                job_id=result.job_id, decision="done" if status == "ok" else "error", reason=status,
+                counts={"findings": len(r.findings) if r else 0, "tool_calls": result.tool_calls,
+                        "readers": len(task.request.members) or 1},
+            ))
         await self.store.release_active(rec.target, task.id)
         log.info("report posted", extra={"report": task.id, "target": rec.target, "status": status})
 
@@ -271,6 +282,9 @@ class ReportWorker:
             return min(self.cfg.email_backoff * 2 ** (tries - 1), self.cfg.email_backoff_max)
         await self.store.email_sent(task.id)
         self.metrics.emails.labels("sent").inc()
+        await self.audit.emit(ReportSent(report=task.id, via="email", user=task.request.user, entry="report",
+                                         counts={"recipients": len(task.emails),
+                                                 "findings": len(result.report.findings)}))
         log.info("report emailed", extra={"report": task.id, "recipients": len(task.emails)})
         await self.store.finish(task.id, "done")
         return None

@@ -9,6 +9,7 @@ import sys
 from sleuth_common.config import load_settings
 from sleuth_common.health import run_until_signalled
 from sleuth_common.logs import configure_logging
+from sleuth_common.tracing import setup_tracing
 from sleuth_scheduler.app import create_app
 from sleuth_scheduler.settings import Settings
 
@@ -19,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = load_settings(Settings, args.config)
     configure_logging(settings.logging)
+    setup_tracing("sleuth-scheduler")
     app = create_app(settings)
     try:
         # /healthz answers at once; the app waits for NATS until SIGTERM ends the wait.

@@ -27,11 +27,12 @@ from nats.js import JetStreamContext
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 
+from sleuth_common.audit import AuditLog
 from sleuth_common.channels import audience_claims
 from sleuth_common.messages import ChatPost, InvestigationResult
 from sleuth_common.subjects import Subjects
 from sleuth_scheduler import compose
-from sleuth_scheduler.bus import publish_audit, publish_post
+from sleuth_scheduler.bus import audit_log, publish_audit, publish_post
 from sleuth_scheduler.clock import Clock
 from sleuth_scheduler.metrics import Metrics
 from sleuth_scheduler.reports import REPORT_FAILED
@@ -56,8 +57,10 @@ def post_id(job: str) -> str:
 
 
 class Answers:
-    def __init__(self, nc: Nats, store: Store, settings: Settings, metrics: Metrics, clock: Clock) -> None:
+    def __init__(self, nc: Nats, store: Store, settings: Settings, metrics: Metrics, clock: Clock,
+                 audit: AuditLog | None = None) -> None:
         self.nc = nc
+        self.audit = audit or audit_log(nc, settings)
         self.js: JetStreamContext = nc.jetstream(timeout=settings.scheduler.publish_timeout)
         self.store = store
         self.settings = settings
@@ -163,8 +166,7 @@ class Answers:
                         meta={"schedule": run.schedule, "thread": run.thread, "owner": run.owner.user,
                               "notify": "owner", "outcome": "disabled"})
         await publish_post(self.js, self.subjects, post, self.cfg.publish_timeout)
-        await publish_audit(self.nc, self.subjects, "disabled", schedule=run.schedule, user="scheduler",
-                            owner=run.owner.user, target=run.target, spec="")
+        await publish_audit(self.audit, "disabled", schedule=run.schedule, user="scheduler", owner=run.owner.user)
 
     async def _post(self, run: Run, text: str, outcome: str) -> None:
         """The run's one post, fitted to (and only for) the owner and the readers it ran for."""

@@ -13,10 +13,9 @@ import uvicorn
 from faststream import FastStream
 from faststream.nats import NatsBroker
 from nats.aio.client import Client as Nats
-from nats.aio.subscription import Subscription
-from nats.errors import Error as NatsError
 from redis.asyncio import Redis
 
+from sleuth_common.audit import AuditLog
 from sleuth_common.connect import nats_broker, redis_client
 from sleuth_common.health import Dependencies, Readiness, until_up
 from sleuth_common.identity import IdentitySigner, signer_from_settings
@@ -26,6 +25,7 @@ from sleuth_scheduler.bus import ensure_streams
 from sleuth_scheduler.clock import Clock
 from sleuth_scheduler.commands import Commands
 from sleuth_scheduler.firing import SCHEDULER_ISSUER, Firer
+from sleuth_scheduler.handlers import build_router
 from sleuth_scheduler.metrics import HealthServer, Metrics, health_app
 from sleuth_scheduler.settings import Settings
 from sleuth_scheduler.store import Schedule, Store
@@ -51,7 +51,7 @@ class Scheduler:
     firer: Firer | None = None
     answers: Answers | None = None
     commands: Commands | None = None
-    _sub: Subscription | None = None
+    audit: AuditLog | None = None
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -60,7 +60,11 @@ class Scheduler:
 
     async def start(self) -> None:
         """Serve /healthz, /readyz and /metrics at once; connect to NATS (waiting as long as it
-        takes) and answer the commands; once Redis answers, fire schedules."""
+        takes) and answer the commands; once Redis answers, fire schedules. (The app's start:
+        ``_before_broker``, the broker's subscribers — the commands —, ``_after_broker``.)"""
+        await self.app.start()
+
+    async def _before_broker(self) -> None:
         cfg = self.settings.scheduler
         if cfg.port and self._http is None:
             config = uvicorn.Config(health_app(self.metrics, self.readiness), host=cfg.host, port=cfg.port,
@@ -77,6 +81,10 @@ class Scheduler:
                            run_ttl=cfg.claim_timeout + cfg.investigation_timeout + cfg.answer_grace + 86400)
         self.deps.watch_redis()
         await until_up(functools.partial(self._connect, signer), self.deps.nats_retry)
+
+    async def _after_broker(self) -> None:
+        assert self.nc is not None
+        await self.nc.flush()  # started means the server routes requests to us
         self.deps.set_up = True
         log.info("scheduler ready: commands on %s", Subjects(self.settings.prefix).schedules_all)
         await self.deps.redis_up()
@@ -90,18 +98,15 @@ class Scheduler:
         js = self.nc.jetstream(timeout=cfg.publish_timeout)
         await ensure_streams(js, subjects, self.settings.jetstream.replicas)
         assert self.store is not None
+        if self.audit is None:
+            self.audit = AuditLog(subjects, "scheduler", self.settings.audit, self.metrics.registry)
+            await self.audit.start(self.nc, self.settings.jetstream.replicas)
         if self.firer is None:
-            self.answers = Answers(self.nc, self.store, self.settings, self.metrics, self.clock)
+            self.answers = Answers(self.nc, self.store, self.settings, self.metrics, self.clock, self.audit)
             self.firer = Firer(self.nc, self.store, self.settings, self.metrics, self.clock, self.answers, signer)
-        if self._sub is None:
-            self.commands = Commands(self.store, self.settings, self.clock, self.nc, self._run_now, self.metrics)
-            self._sub = await self.nc.subscribe(subjects.schedules_all, queue=subjects.scheduler_queue,
-                                                cb=self._on_command)
-            await self.nc.flush()  # started means the server routes requests to us
-
-    async def _on_command(self, msg: object) -> None:
-        assert self.commands is not None
-        await self.commands.on_request(msg)  # type: ignore[arg-type]
+        if self.commands is None:  # answered by the subscriber of ``handlers``, started next
+            self.commands = Commands(self.store, self.settings, self.clock, self.nc, self._run_now, self.metrics,
+                                     self.audit)
 
     async def _run_now(self, s: Schedule) -> str:
         assert self.firer is not None
@@ -110,10 +115,6 @@ class Scheduler:
     async def stop(self) -> None:
         if self.firer is not None:
             await self.firer.stop()
-        if self._sub is not None:
-            with contextlib.suppress(NatsError):
-                await self._sub.unsubscribe()
-            self._sub = None
         if self.answers is not None:
             await self.answers.close()
         if self._http is not None:
@@ -122,6 +123,8 @@ class Scheduler:
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._http_task
             self._http = None
+        if self.audit is not None:
+            await self.audit.aclose()
         await self.deps.aclose()
         await self.redis.aclose()
 
@@ -139,10 +142,14 @@ def build(settings: Settings, *, clock: Clock | None = None) -> Scheduler:
         drain_timeout=2,
         log_level=logging.DEBUG,
     )
-    scheduler = Scheduler(settings, FastStream(broker), broker, Metrics(), redis, deps,
+    metrics = Metrics()
+    scheduler = Scheduler(settings, FastStream(broker), broker, metrics, redis, deps,
                           clock=clock or Clock.from_settings(settings.scheduler))
-    # Before the broker's own start: that reuses the connection made (and waited for) here.
-    scheduler.app.on_startup(scheduler.start)
+    broker.include_router(build_router(lambda: scheduler.commands, Subjects(settings.prefix), crashes=metrics.crashes))
+    # Before the broker's own start (which subscribes the commands on the connection made, and
+    # waited for, here); after it, what needs Redis.
+    scheduler.app.on_startup(scheduler._before_broker)
+    scheduler.app.after_startup(scheduler._after_broker)
     scheduler.app.on_shutdown(scheduler.stop)
     return scheduler
 

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import logging
-from datetime import UTC, datetime
 
 from nats.aio.client import Client as Nats
-from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import PubAck
 
+from sleuth_common.audit import AuditLog
+from sleuth_common.config import ServiceSettings
 from sleuth_common.messages import ChatPost, InvestigationJob
+from sleuth_common.messages.audit import ScheduleChanged
 from sleuth_common.streams import ensure_streams as common_ensure_streams
 from sleuth_common.subjects import Subjects
 
-__all__ = ["ensure_streams", "publish_audit", "publish_job", "publish_post"]
+__all__ = ["audit_log", "ensure_streams", "publish_audit", "publish_job", "publish_post"]
 
 log = logging.getLogger(__name__)
 
@@ -41,13 +41,19 @@ async def publish_post(js: JetStreamContext, subjects: Subjects, post: ChatPost,
                      headers={"Nats-Msg-Id": post.id})
 
 
-async def publish_audit(nc: Nats, subjects: Subjects, op: str, *, schedule: str, user: str, owner: str,
-                        target: str, spec: str) -> None:
-    """``<prefix>.audit.schedule_changed``: who created, paused, resumed or deleted which schedule
-    (``user`` = ``scheduler`` when it disabled one itself). Never a question or an answer."""
-    body = {"kind": "audit.schedule_changed", "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
-            "op": op, "schedule": schedule, "user": user, "owner": owner, "target": target, "spec": spec}
-    try:
-        await nc.publish(subjects.audit("schedule_changed"), json.dumps(body).encode())
-    except NatsError as exc:
-        log.warning("could not publish an audit event: %s", exc)
+_OPS = {"create": "created", "delete": "deleted", "pause": "paused", "resume": "resumed"}
+
+
+async def publish_audit(audit: AuditLog, op: str, *, schedule: str, user: str, owner: str,
+                        groups: tuple[str, ...] = ()) -> None:
+    """``audit.schedule_changed``: who created, paused, resumed or deleted which schedule (``user``
+    = ``scheduler`` when it disabled one itself). Never its question, its answers or its target."""
+    await audit.emit(ScheduleChanged(op=_OPS.get(op, op), schedule=schedule, user=user, groups=groups, owner=owner,
+                                     entry="schedule" if user == "scheduler" else "bus"))
+
+
+def audit_log(nc: Nats, settings: ServiceSettings) -> AuditLog:
+    """An AuditLog bound to ``nc``, for parts built without the app's (tests)."""
+    audit = AuditLog(Subjects(settings.prefix), "scheduler", settings.audit)
+    audit.bind_nats(nc)
+    return audit

@@ -20,11 +20,9 @@ import secrets
 from collections.abc import Awaitable, Callable
 
 from nats.aio.client import Client as Nats
-from nats.aio.msg import Msg
-from nats.errors import Error as NatsError
-from pydantic import ValidationError
 from redis.exceptions import RedisError
 
+from sleuth_common.audit import AuditLog
 from sleuth_common.messages import (
     Requester,
     ScheduleInfo,
@@ -34,7 +32,7 @@ from sleuth_common.messages import (
 )
 from sleuth_common.subjects import Subjects
 from sleuth_scheduler import compose
-from sleuth_scheduler.bus import publish_audit
+from sleuth_scheduler.bus import audit_log, publish_audit
 from sleuth_scheduler.clock import Clock
 from sleuth_scheduler.grammar import GrammarError, parse, upcoming, zone
 from sleuth_scheduler.metrics import Metrics
@@ -69,7 +67,7 @@ def info(s: Schedule, now: float) -> ScheduleInfo:
 
 class Commands:
     def __init__(self, store: Store, settings: Settings, clock: Clock, nc: Nats, run_now: RunNow,
-                 metrics: Metrics) -> None:
+                 metrics: Metrics, audit: AuditLog | None = None) -> None:
         self.store = store
         self.metrics = metrics
         self.settings = settings
@@ -78,24 +76,17 @@ class Commands:
         self.nc = nc
         self.subjects = Subjects(settings.prefix)
         self.run_now = run_now
+        self.audit = audit or audit_log(nc, settings)
 
-    async def on_request(self, msg: Msg) -> None:
+    async def answer(self, req: ScheduleRequest) -> ScheduleReply:
+        """The reply to one command (the subscriber is in ``handlers``); counted by op and ok."""
         try:
-            req = ScheduleRequest.model_validate_json(msg.data)
-        except ValidationError:
-            reply = ScheduleReply(ok=False, text="malformed schedule command")
-        else:
-            try:
-                reply = await self.handle(req)
-            except (RedisError, OSError) as exc:
-                log.warning("schedule command failed: %s", exc, extra={"op": req.op})
-                reply = ScheduleReply(ok=False, text="The schedules are unavailable right now; try again shortly.")
-            self.metrics.commands.labels(req.op, "true" if reply.ok else "false").inc()
-        if msg.reply:
-            try:
-                await msg.respond(reply.to_bytes())
-            except NatsError as exc:
-                log.warning("could not answer a schedule command: %s", exc)
+            reply = await self.handle(req)
+        except (RedisError, OSError) as exc:
+            log.warning("schedule command failed: %s", exc, extra={"op": req.op})
+            reply = ScheduleReply(ok=False, text="The schedules are unavailable right now; try again shortly.")
+        self.metrics.commands.labels(req.op, "true" if reply.ok else "false").inc()
+        return reply
 
     async def handle(self, req: ScheduleRequest) -> ScheduleReply:
         if not req.user or not req.target or len(req.target) > 256 or len(req.user) > 256:
@@ -164,7 +155,7 @@ class Commands:
                 "already, the most it may hold."))
         if state != "created":
             return ScheduleReply(ok=False, text="That did not work; try again.")
-        await self._audit("created", s, req.user)
+        await self._audit("created", s, req)
         shown = info(s, now)
         text = compose.created(shown, private=private, members=len(members))
         return ScheduleReply(text=text, schedules=(shown,))
@@ -204,10 +195,9 @@ class Commands:
         if not done:
             return ScheduleReply(ok=False, text="That did not work; try again.")
         if req.op != "run":
-            await self._audit(req.op, s, req.user)
+            await self._audit(req.op, s, req)
         latest = await self.store.get(s.id)
         return ScheduleReply(text=text, schedules=(info(latest, now),) if latest else ())
 
-    async def _audit(self, op: str, s: Schedule, user: str) -> None:
-        await publish_audit(self.nc, self.subjects, op, schedule=s.id, user=user, owner=s.owner.user,
-                            target=s.target, spec=s.timing.describe())
+    async def _audit(self, op: str, s: Schedule, req: ScheduleRequest) -> None:
+        await publish_audit(self.audit, op, schedule=s.id, user=req.user, groups=req.groups, owner=s.owner.user)

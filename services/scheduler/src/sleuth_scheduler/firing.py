@@ -42,6 +42,7 @@ from redis.exceptions import RedisError
 from sleuth_common.channels import audience_claims
 from sleuth_common.identity import IdentityError, IdentitySigner
 from sleuth_common.messages import InvestigationJob
+from sleuth_common.messages.audit import ScheduleFired
 from sleuth_common.subjects import Subjects
 from sleuth_scheduler import compose
 from sleuth_scheduler.answers import Answers
@@ -242,11 +243,23 @@ class Firer:
         if scheduled_at is not None:
             self.metrics.lateness.observe(max(0.0, now - scheduled_at))
         await self.store.published(run.job, now + self.cfg.investigation_timeout + self.cfg.answer_grace)
+        if not ack.duplicate:
+            await self.answers.audit.emit(ScheduleFired(
+                schedule=run.schedule, owner=run.owner.user, user=run.owner.user, groups=run.owner.groups,
+                entry="schedule", job_id=run.job, decision="allowed", reason="manual" if run.manual else "",
+                counts={"readers": len(run.audience) + 1},
+            ))
         log.info("schedule run published", extra={"job_id": run.job, "schedule": run.schedule})
         return True
 
     async def _ask_reporter(self, run: Run, scheduled_at: float | None) -> bool:
         outcome, text = await ask_reporter(self.nc, self.subjects, run, self.cfg.publish_timeout)
+        await self.answers.audit.emit(ScheduleFired(
+            schedule=run.schedule, owner=run.owner.user, user=run.owner.user, groups=run.owner.groups,
+            entry="schedule", job_id=run.job, report=run.job,
+            decision="allowed" if outcome == "report_started" else "error", reason=outcome,
+            counts={"readers": len(run.audience) + 1},
+        ))
         if scheduled_at is not None:
             self.metrics.lateness.observe(max(0.0, self.clock() - scheduled_at))
         await self.answers.report_outcome(run, outcome, text)

@@ -51,6 +51,13 @@ class Metrics:
                                 "Schedules disabled after max_failures failed runs in a row", registry=self.registry)
         self.commands = Counter("sleuth_scheduler_commands", "Schedule commands answered, by op and ok",
                                 ["op", "ok"], registry=self.registry)
+        self.crashes = Counter(
+            "sleuth_handler_crashes",
+            "Messages or requests whose handler raised unexpectedly (logged with its traceback), by "
+            "service and handler",
+            ["service", "handler"],
+            registry=self.registry,
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -14,9 +14,8 @@ from __future__ import annotations
 import logging
 
 from nats.aio.client import Client as Nats
-from nats.errors import Error as NatsError
-from pydantic import ValidationError
 
+from sleuth_common.bus import PermanentBusError, TemporaryBusError, request
 from sleuth_common.messages import ReportReply, ReportRequest, conversation_user
 from sleuth_common.subjects import Subjects
 from sleuth_scheduler.store import Run, unique_members
@@ -43,14 +42,16 @@ async def ask_reporter(nc: Nats, subjects: Subjects, run: Run, wait: float) -> t
     """Ask for ``run``'s report: (outcome, the reporter's text) — ``report_started``,
     ``report_refused`` or ``report_no_answer``."""
     try:
-        msg = await nc.request(subjects.reports("run"), report_request(run).to_bytes(), timeout=wait)
-    except (NatsError, TimeoutError) as exc:
-        log.warning("the reporter did not answer a scheduled report: %s", exc, extra={"job_id": run.job})
+        reply = await request(nc, subjects.reports("run"), report_request(run), ReportReply, wait=wait,
+                              service="the reporter")
+    except PermanentBusError as exc:
+        if exc.reason == "invalid_request":  # the reporter could not read the request
+            log.info("the reporter refused a scheduled report: %s", exc, extra={"job_id": run.job})
+            return "report_refused", str(exc)
+        log.error("the reporter's answer could not be read: %s", exc, extra={"job_id": run.job})
         return "report_no_answer", ""
-    try:
-        reply = ReportReply.model_validate_json(msg.data)
-    except ValidationError:
-        log.error("the reporter's answer could not be read", extra={"job_id": run.job})
+    except TemporaryBusError as exc:
+        log.warning("the reporter did not answer a scheduled report: %s", exc, extra={"job_id": run.job})
         return "report_no_answer", ""
     if not reply.ok:
         log.info("the reporter refused a scheduled report: %s", reply.text, extra={"job_id": run.job})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 
@@ -20,6 +20,7 @@ from sleuth_common.llm._types import (
     ToolCall,
     Usage,
 )
+from sleuth_common.tracing import sdk_tracer_provider
 
 __all__ = ["AnthropicClient", "anthropic_messages"]
 
@@ -50,6 +51,9 @@ class AnthropicClient(LlmClient):
             timeout=s.timeout,
             http_client=self._http,
             default_headers=s.headers or None,
+            # The SDK's own span per call, never with prompts or answers (cluster data), whatever
+            # ANTHROPIC_OPEN_TELEMETRY_* says: an explicit option is not overridden by them.
+            open_telemetry=cast(Any, {"traces": {"content_mode": "metadata_only"}, **sdk_tracer_provider()}),
         )
 
     async def aclose(self) -> None:

@@ -10,6 +10,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from opentelemetry.trace import SpanKind
+
 from sleuth_common.llm._settings import LlmSettings
 from sleuth_common.llm._types import (
     LlmError,
@@ -19,6 +21,7 @@ from sleuth_common.llm._types import (
     LlmRetryableError,
     LlmUnavailable,
 )
+from sleuth_common.tracing import internal_span
 
 __all__ = ["LlmClient", "LlmObserver", "RetryPolicy", "status_error"]
 
@@ -96,7 +99,7 @@ class LlmClient(ABC):
             started = time.monotonic()
             try:
                 async with asyncio.timeout(self.settings.timeout):
-                    response = await self._attempt(request)
+                    response = await self._traced_attempt(request)
             except TimeoutError:
                 last = LlmRetryableError(f"no complete answer within {self.settings.timeout:g}s")
                 outcome = "timeout"
@@ -125,6 +128,21 @@ class LlmClient(ABC):
             f"{self.name}: {last} (after {self.retry.attempts} attempts)",
             status=last.status if last else None,
         )
+
+    async def _traced_attempt(self, request: LlmRequest) -> LlmResponse:
+        """``_attempt`` in a ``chat <model>`` span: model, token counts, stop reason; never text."""
+        with internal_span(f"chat {self.model}", kind=SpanKind.CLIENT, attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.provider.name": self.provider,
+            "gen_ai.request.model": self.model,
+        }) as span:
+            response = await self._attempt(request)
+            span.set_attributes({
+                "gen_ai.response.model": response.model or self.model,
+                "gen_ai.usage.input_tokens": response.usage.input_tokens,
+                "gen_ai.usage.output_tokens": response.usage.output_tokens,
+                "gen_ai.response.finish_reasons": [response.stop],
+            })
+            return response
 
     @abstractmethod
     async def _attempt(self, request: LlmRequest) -> LlmResponse:

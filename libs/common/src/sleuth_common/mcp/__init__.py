@@ -8,6 +8,14 @@ is returned; failures come back as ``ToolResult(status="error")``, never as exce
 from sleuth_common.mcp._client import ScopedMcpClient, rules_for_server
 from sleuth_common.mcp._commands import kubectl_command
 from sleuth_common.mcp._mux import ClusterTools
+from sleuth_common.mcp._observe import (
+    TOOL_ERROR_KINDS,
+    ToolErrorKind,
+    ToolObserver,
+    current_tool_observer,
+    error_kind,
+    use_tool_observer,
+)
 from sleuth_common.mcp._resolve import (
     InventoryProvider,
     IpResolver,
@@ -28,6 +36,7 @@ from sleuth_common.mcp._result import (
 )
 
 __all__ = [
+    "TOOL_ERROR_KINDS",
     "AuditCallback",
     "AuditOutcome",
     "ClusterTools",
@@ -35,15 +44,20 @@ __all__ = [
     "IpResolver",
     "ScopedMcpClient",
     "ToolAuditEvent",
+    "ToolErrorKind",
     "ToolInfo",
+    "ToolObserver",
     "ToolResult",
     "ToolStatus",
     "bus_inventory",
     "bus_resolver",
     "current_inventory",
     "current_resolver",
+    "current_tool_observer",
+    "error_kind",
     "kubectl_command",
     "rules_for_server",
     "use_inventory",
     "use_resolver",
+    "use_tool_observer",
 ]

@@ -26,6 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sleuth_common.config import McpServerSettings
 from sleuth_common.mcp._commands import kubectl_command
+from sleuth_common.mcp._observe import observe_call, observe_connect
 from sleuth_common.mcp._resolve import InventoryProvider, IpResolver, current_inventory, current_resolver
 from sleuth_common.mcp._result import AuditCallback, ToolAuditEvent, ToolInfo, ToolResult, ToolStatus
 from sleuth_common.redact import redact_text
@@ -43,6 +44,7 @@ from sleuth_common.scope import (
     prepare_call,
     strip_markers,
 )
+from sleuth_common.tracing import http_hooks, internal_span
 
 __all__ = ["ScopedMcpClient"]
 
@@ -187,7 +189,9 @@ class ScopedMcpClient:
                 )
             await self._stop_owner()
             log.warning("MCP server unavailable", extra={"server": self.server.name, "cluster": self.cluster})
+            observe_connect(self.cluster, self.server.name, self._error)
             return False
+        observe_connect(self.cluster, self.server.name, "")
         return True
 
     async def close(self) -> None:
@@ -217,7 +221,8 @@ class ScopedMcpClient:
             self._ready.set()
             return
         try:
-            async with httpx2.AsyncClient(headers=self._headers, timeout=timeout, auth=self._auth) as http:
+            async with httpx2.AsyncClient(headers=self._headers, timeout=timeout, auth=self._auth,
+                                          event_hooks=http_hooks()) as http:
                 transport = streamable_http_client(self.server.url, http_client=http)
                 async with Client(transport, read_timeout_seconds=self.server.timeout, cache=None) as client:
                     await self._list(client)
@@ -274,10 +279,18 @@ class ScopedMcpClient:
         """Check, send, filter. Never raises (except cancellation of the calling task)."""
         args = {k: v for k, v in (args or {}).items() if v is not None}
         started = time.monotonic()
-        result = await self._call(tool, args, timeout)
+        # One span per call (the MCP SDK adds one per request sent); never the arguments or output.
+        with internal_span(f"execute_tool {tool[:80]}", attributes={
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool[:80],
+            "sleuth.mcp.server": self.server.name, "sleuth.cluster": self.cluster,
+        }) as span:
+            result = await self._call(tool, args, timeout)
+            span.set_attribute("sleuth.tool.status", result.status)
+            span.set_attribute("sleuth.tool.calls", result.calls)
         ms = (time.monotonic() - started) * 1000
         result = dataclasses.replace(result, duration_ms=ms)
         await self._audit(result)
+        observe_call(result, listed=tool in self._listed)
         return result
 
     async def _call(self, tool: str, args: dict[str, Any], timeout: float | None) -> ToolResult:  # noqa: ASYNC109

@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from sleuth_common.bus import BusError, request
 from sleuth_common.messages.authz import InventoryReply, InventoryRequest, ResolveReply, ResolveRequest
 from sleuth_common.subjects import Subjects
 
@@ -59,10 +60,9 @@ def bus_resolver(nc: Any, prefix: str = "sleuth", *, timeout: float = 2.0) -> Ip
             return {}
         req = ResolveRequest(cluster=cluster, ips=tuple(sorted(set(ips))))
         try:
-            msg = await nc.request(subject, req.to_bytes(), timeout=timeout)
-            reply = ResolveReply.model_validate_json(msg.data)
-        except Exception as exc:  # the bus edge: unresolvable, never an exception into a tool call
-            log.warning("IP resolution on %s failed: %s", cluster, type(exc).__name__)
+            reply = await request(nc, subject, req, ResolveReply, wait=timeout, service="authz-cache")
+        except BusError as exc:  # unresolvable, never an exception into a tool call
+            log.warning("IP resolution on %s failed: %s", cluster, exc.reason)
             return {}
         return dict(reply.ips)
 
@@ -108,10 +108,9 @@ def bus_inventory(nc: Any, prefix: str = "sleuth", *, timeout: float = 2.0) -> I
             return hit[1]  # the same object: indexes built from it are reused
         req = InventoryRequest(cluster=cluster)
         try:
-            msg = await nc.request(subject, req.to_bytes(), timeout=timeout)
-            reply = InventoryReply.model_validate_json(msg.data)
-        except Exception as exc:  # the bus edge: no index, never an exception into a tool call
-            log.warning("names inventory of %s unavailable: %s", cluster, type(exc).__name__)
+            reply = await request(nc, subject, req, InventoryReply, wait=timeout, service="authz-cache")
+        except BusError as exc:  # no index, never an exception into a tool call
+            log.warning("names inventory of %s unavailable: %s", cluster, exc.reason)
             return {}
         if reply.error:
             log.warning("names inventory of %s unavailable: %s", cluster, reply.error)

@@ -6,6 +6,11 @@ from sleuth_common.messages.alerts import (
     AlertmanagerAlert,
     AlertmanagerWebhook,
 )
+from sleuth_common.messages.audit import (
+    AUDIT_KINDS,
+    AuditEvent,
+    parse_audit_event,
+)
 from sleuth_common.messages.authz import (
     CLUSTER_KINDS,
     AuthenticateReply,
@@ -29,6 +34,7 @@ from sleuth_common.messages.diagnostics import (
     LlmReport,
     McpServerReport,
 )
+from sleuth_common.messages.errors import ERROR_HEADER, BusErrorReply, ErrorKind
 from sleuth_common.messages.jobs import (
     Action,
     AlertRef,
@@ -64,8 +70,10 @@ from sleuth_common.messages.schedules import (
 )
 
 __all__ = [
+    "AUDIT_KINDS",
     "CLUSTER_KINDS",
     "DIAGNOSTICS_USER",
+    "ERROR_HEADER",
     "SEVERITIES",
     "Action",
     "AgentDiagnosticsReply",
@@ -75,11 +83,14 @@ __all__ = [
     "AlertRef",
     "AlertmanagerAlert",
     "AlertmanagerWebhook",
+    "AuditEvent",
     "AuthenticateReply",
     "AuthenticateRequest",
+    "BusErrorReply",
     "Candidate",
     "ChatPost",
     "ClusterScope",
+    "ErrorKind",
     "Evidence",
     "Finding",
     "HistoryTurn",
@@ -114,6 +125,7 @@ __all__ = [
     "Severity",
     "conversation_target",
     "conversation_user",
+    "parse_audit_event",
     "web_channel",
     "web_target",
 ]

@@ -394,7 +394,7 @@ class _Loader(_BASE_LOADER):  # type: ignore[valid-type,misc]
         self.budget.check(node)
         return _plain(super().construct_document(node))
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:  # type: ignore[override]
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:
         """Like ``SafeConstructor``'s (merge keys applied), with every key made a string."""
         if not isinstance(node, yaml.MappingNode):
             raise yaml.constructor.ConstructorError(
@@ -407,23 +407,23 @@ class _Loader(_BASE_LOADER):  # type: ignore[valid-type,misc]
             mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
 
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | str:  # type: ignore[override]
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | str:
         try:
             return int(super().construct_yaml_int(node))
         except ValueError:  # more digits than Python converts
             return str(self.construct_scalar(node))
 
-    def construct_yaml_float(self, node: yaml.ScalarNode) -> float | str:  # type: ignore[override]
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float | str:
         f = super().construct_yaml_float(node)
         return f if math.isfinite(f) else str(self.construct_scalar(node))
 
-    def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> str:  # type: ignore[override]
+    def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> str:
         return str(self.construct_scalar(node))
 
-    def construct_yaml_binary(self, node: yaml.ScalarNode) -> str:  # type: ignore[override]
+    def construct_yaml_binary(self, node: yaml.ScalarNode) -> str:
         return "".join(str(self.construct_scalar(node)).split())
 
-    def construct_yaml_set(self, node: yaml.MappingNode) -> Iterator[list[str]]:  # type: ignore[override]
+    def construct_yaml_set(self, node: yaml.MappingNode) -> Iterator[list[str]]:
         """``!!set``: the list of its members."""
         members: list[str] = []
         yield members

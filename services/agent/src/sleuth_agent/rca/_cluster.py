@@ -133,8 +133,8 @@ async def analyse_cluster(
     matched, unmatched, ambiguous = resolve_names(words, [*pool, *sorted(services)])
     if unmatched:
         # A PersistentVolumeClaim stands for the pods that mount it and their workload.
-        for word, owners in (await _claim_owners(tools, log, got, targets, unmatched, terms, timeout)).items():
-            matched.update(owners)
+        for word, claimants in (await _claim_owners(tools, log, got, targets, unmatched, terms, timeout)).items():
+            matched.update(claimants)
             unmatched.remove(word)
     if terms.hosts and (unmatched or ambiguous or not matched):
         # A host name in the question: the Ingress that routes it names the Service behind it.
@@ -154,9 +154,9 @@ async def analyse_cluster(
         # A Job a CronJob runs stands with its CronJob: concurrency, deadlines and skipped runs are
         # the CronJob's (a hung run blocks every later one under concurrencyPolicy Forbid).
         for (ns, kind, name), o in list(observations.items()):
-            w = o.workload
-            if kind == "Job" and (ns, name) in matched and w is not None and w.owner_kind == "CronJob":
-                matched.add((ns, w.owner_name))
+            view = o.workload
+            if kind == "Job" and (ns, name) in matched and view is not None and view.owner_kind == "CronJob":
+                matched.add((ns, view.owner_name))
         chosen = [o for key, o in observations.items() if (key[0], key[2]) in matched]
     elif (unmatched or ambiguous) and (terms.names_an_object(unmatched + ambiguous) or meant):
         out.unresolved = bool(unmatched) and not ambiguous
@@ -179,12 +179,12 @@ async def analyse_cluster(
         await progress("target", "found " + ", ".join(sorted(f"{o.kind}/{o.name}" for o in chosen)))
 
     for ns in targets:
-        r = got.results.get(("list_pods", ns))
-        if r is not None and r.ok:
+        listed = got.results.get(("list_pods", ns))
+        if listed is not None and listed.ok:
             pods = got.pods.get(ns, [])
             bad = [p for p in pods if not p.healthy]
             eid = log.cite(
-                r,
+                listed,
                 f"{len(pods)} pod(s) in {ns}" + (f", {len(bad)} not running and ready" if bad else ", all running and ready"),
                 [f"{p.name}: {_pod_state(p)}" for p in bad[:4]],
             )

@@ -166,11 +166,11 @@ def pick_clusters(
                     asked.append(word)
                     break
     for word in asked:
-        c = lookup(word)
-        if c is None or c.name not in scoped:
+        found = lookup(word)
+        if found is None or found.name not in scoped:
             refused.append(word)
-        elif c not in wanted:
-            wanted.append(c)
+        elif found not in wanted:
+            wanted.append(found)
     if not asked:
         wanted = [c for c in clusters if c.name in scoped]
     return wanted, refused

@@ -14,6 +14,7 @@ from sleuth_agent.rca.engine.blast import blast_radius
 from sleuth_agent.rca.engine.cite import _pod_state
 from sleuth_agent.rca.engine.rank import Finding
 from sleuth_common.messages import Action, Candidate, InvestigationResult, RootCause
+from sleuth_common.messages.jobs import ResultStatus
 
 __all__ = ["build_result", "fill", "simple_result"]
 
@@ -242,7 +243,9 @@ def build_result(
     matched = [f for f in findings if f.match is not None]
     primary = matched[0] if matched else top
     # The gate: a root cause needs at least medium confidence; below that, say what was checked.
-    status = "diagnosed" if matched and primary.confidence in ("high", "medium") else "insufficient_evidence"
+    status: ResultStatus = (
+        "diagnosed" if matched and primary.confidence in ("high", "medium") else "insufficient_evidence"
+    )
     rc = RootCause(
         family=(primary.located.family if primary.located and primary.located.family else primary.family)
         if status == "diagnosed"
@@ -252,7 +255,7 @@ def build_result(
         chain=_chain(primary) if status == "diagnosed" else "",
         summary=_summary(primary),
         confidence=primary.confidence if status == "diagnosed" else "low",
-    )  # type: ignore[arg-type]
+    )
     others = [f for f in findings if f is not primary]
     if status != "diagnosed" and primary.match is not None:
         others = [primary, *others]
@@ -320,7 +323,7 @@ def build_result(
         status=status,
         root_cause=rc,
         candidates=candidates,
-        actions=tuple(actions),  # type: ignore[arg-type]
+        actions=tuple(actions),
         answer_markdown=answer,
         **common,  # type: ignore[arg-type]
     )

@@ -12,10 +12,11 @@ from typing import Any
 import yaml
 
 from sleuth_agent.rca._observe import Facts
+from sleuth_common.messages.jobs import Confidence
 
 __all__ = ["Match", "Signature", "load_catalog", "match_all", "match_facts"]
 
-_CONFIDENCES = ("high", "medium", "low")
+_CONFIDENCES: tuple[Confidence, ...] = ("high", "medium", "low")
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Signature:
 @dataclass(frozen=True)
 class Match:
     signature: Signature
-    confidence: str
+    confidence: Confidence
     variables: dict[str, str]
 
 
@@ -113,15 +114,19 @@ def holds(matcher: Mapping[str, Any], facts: Facts) -> bool:
     return True
 
 
-def _confidence(spec: Any, facts: Facts) -> str:
+def _level(value: object) -> Confidence:
+    """A catalog's confidence word; anything else reads as ``medium``."""
+    return next((level for level in _CONFIDENCES if value == level), "medium")
+
+
+def _confidence(spec: Any, facts: Facts) -> Confidence:
     if isinstance(spec, str):
-        return spec if spec in _CONFIDENCES else "medium"
-    base = spec.get("base", "medium")
+        return _level(spec)
     if "low_if" in spec and holds(spec["low_if"], facts):
         return "low"  # a contradiction holds the signature at low, whatever else agrees
     if "high_if" in spec and holds(spec["high_if"], facts):
         return "high"
-    return base
+    return _level(spec.get("base", "medium"))
 
 
 def _extract(spec: Mapping[str, Any], facts: Facts) -> dict[str, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sleuth_agent.rca._collect import Collected, Toolbox
 from sleuth_agent.rca._evidence import EvidenceLog
@@ -197,7 +197,7 @@ async def _node_targets(
             continue
         obs = WorkloadObservation("", "Node", name, named=True)
         ready = str(n.get("ready", "Unknown"))
-        cond = next((c for c in n.get("conditions") or [] if c.get("type") == "Ready"), {})
+        cond: dict[str, Any] = next((c for c in n.get("conditions") or [] if c.get("type") == "Ready"), {})
         text = f"Node {name} is {'ready' if ready == 'True' else 'not ready'}: Ready={ready} ({cond.get('reason', '')}: {cond.get('message', '')})."
         if ready != "True":
             obs.derive("node", text)

@@ -11,13 +11,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from nats.errors import Error as NatsError
-from nats.errors import NoRespondersError
-from pydantic import ValidationError
-
+from sleuth_common.bus import BusError, request
 from sleuth_common.messages import ScopeReply, ScopeRequest
 from sleuth_gateway.auth import Identity
-from sleuth_gateway.bus import BusError
 from sleuth_gateway.errors import DependencyUnavailable
 from sleuth_gateway.runtime import Gateway
 
@@ -95,18 +91,9 @@ async def caller_access(gw: Gateway, identity: Identity) -> Access:
     wait = gw.settings.authz.request_timeout
     t0 = time.monotonic()
     try:
-        msg = await gw.bus.nats.request(gw.subjects.authz_scope, req.to_bytes(), timeout=wait)
-        reply = ScopeReply.model_validate_json(msg.data)
-    except BusError as exc:
+        reply = await request(gw.bus.nats, gw.subjects.authz_scope, req, ScopeReply, wait=wait, service="authz-cache")
+    except BusError as exc:  # temporary (not running, no answer in time) or permanent (malformed): 503 both
         raise _unavailable(str(exc)) from exc
-    except NoRespondersError as exc:
-        raise _unavailable("no authz-cache is listening") from exc
-    except TimeoutError as exc:  # nats-py's TimeoutError is one too
-        raise _unavailable(f"authz-cache did not answer within {wait:g}s") from exc
-    except NatsError as exc:
-        raise _unavailable(f"the scope request failed: {exc}") from exc
-    except ValidationError as exc:
-        raise _unavailable("authz-cache sent a malformed reply") from exc
     if reply.user != identity.user:
         raise _unavailable("authz-cache answered for someone else")
     seconds = time.monotonic() - t0

@@ -11,6 +11,7 @@ from sleuth_common.channels import member_requesters
 from sleuth_common.messages import AlertChannelRequest, Requester
 from sleuth_common.messages.reports import ReportRequest
 from sleuth_common.messages.schedules import ScheduleRequest, conversation_target
+from sleuth_gateway import audit
 from sleuth_gateway.auth import Identity
 from sleuth_gateway.bus import BusError
 from sleuth_gateway.commands._access import Access, caller_access
@@ -74,6 +75,7 @@ async def run_command(
         outcome = exc.reason or type(exc).__name__
         raise
     finally:
+        audit.command_run(gw, identity.user, identity.groups, command.name, surface, outcome, channel=bool(channel))
         log.info(
             "command",
             extra={

@@ -7,6 +7,9 @@ through ``/channels/{id}/posts?since=`` from a cursor kept in Redis (the newest 
 an answer timeout, so a post whose replica died mid-answer is answered again). Posts are
 claimed with ``SET NX`` before anything is said: ``working:<holder>`` while answering (expires
 with the answer's deadline), ``done`` after; a claim held by nobody any more is taken over.
+A gateway killed while it answered leaves its question pending (sleuth_gateway.pending): the
+next gateway to start posts the answer into the same "working…" post (``resume_answer``), once
+per job; a graceful stop hands the post back to the next listener's catch-up instead.
 
 Answering. Direct messages always; elsewhere only when mentioned. A question in a channel is
 investigated with the intersection of the asker's and every other member's scope (the job's
@@ -32,12 +35,13 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from sleuth_common.channels import audience_claims
-from sleuth_common.messages import ChatPost, JobProgress, Requester
-from sleuth_gateway import asking
+from sleuth_common.messages import ChatPost, InvestigationResult, JobProgress, Requester
+from sleuth_common.messages.audit import Authenticated
+from sleuth_gateway import asking, audit
 from sleuth_gateway.auth import Identity, is_refused
 from sleuth_gateway.commands import parse_command, run_command
 from sleuth_gateway.conversation import ConversationStore, answer_message, question_message
-from sleuth_gateway.errors import ApiError, JobTimeout, RateLimited
+from sleuth_gateway.errors import ApiError, Forbidden, JobTimeout, RateLimited
 from sleuth_gateway.mattermost._client import (
     MattermostApi,
     MattermostError,
@@ -46,6 +50,7 @@ from sleuth_gateway.mattermost._client import (
 from sleuth_gateway.mattermost._lease import Lease
 from sleuth_gateway.mattermost._people import People, PeopleUnavailable, Person
 from sleuth_gateway.mattermost._text import for_mattermost, mentions, split_post, without_mention
+from sleuth_gateway.pending import PendingJob
 from sleuth_gateway.runtime import Gateway
 from sleuth_gateway.settings import MattermostSettings
 
@@ -273,6 +278,8 @@ class MattermostAdapter:
     # ------------------------------------------------------------------ one post
     def _ignored(self, reason: str) -> None:
         self.gw.metrics.mattermost_ignored.labels(reason=reason).inc()
+        if reason not in ("own", "already_answered"):  # the bot's own posts; another replica's
+            self.gw.metrics.message("mattermost", "rate_limited" if reason == "limited" else "ignored")
 
     async def _channel(self, channel_id: str) -> _Channel:
         now = time.monotonic()
@@ -307,6 +314,7 @@ class MattermostAdapter:
                 return self._ignored("already_answered")
         except Exception:
             self.gw.metrics.mattermost_errors.inc()
+            self.gw.metrics.crashes.labels("gateway", "mattermost_post").inc()
             log.exception("a Mattermost post could not be looked at", extra={"post": post_id})
             return
         done = False
@@ -318,6 +326,7 @@ class MattermostAdapter:
         except Exception:
             ref = uuid.uuid4().hex[:12]
             self.gw.metrics.mattermost_errors.inc()
+            self.gw.metrics.crashes.labels("gateway", "mattermost_post").inc()
             log.exception("answering a Mattermost post failed", extra={"post": post_id, "ref": ref})
             with contextlib.suppress(Exception):
                 await self._say(channel, post, CRASHED.format(ref=ref))
@@ -395,16 +404,22 @@ class MattermostAdapter:
         if not person.mapped:
             await self._audit_unmapped(post, person)
             self.gw.metrics.mattermost_posts.labels(outcome="unmapped").inc()
+            self.gw.metrics.message("mattermost", "denied")
             return await self._say(channel, post, UNMAPPED.format(extra=_UNMAPPED_EXTRA.get(person.why, "")))
         identity = Identity(person.user, person.groups)
         if is_refused(identity, cfg.refused_identities):
+            audit.refusal(self.gw, Forbidden("refused identity", reason="identity"), entry="mattermost",
+                          user=identity.user)
             self.gw.metrics.mattermost_posts.labels(outcome="refused").inc()
+            self.gw.metrics.message("mattermost", "denied")
             return await self._say(channel, post, "Sorry, this identity may not use Sleuth.")
+        audit.signed_in(self.gw, identity.user, identity.groups, "mattermost", chat_user_id=person.mm_id)
         members: tuple[Requester, ...] = ()
         if not channel.direct:
             members, problem = await self._readers(channel, person)
             if problem:
                 self.gw.metrics.mattermost_posts.labels(outcome="readers").inc()
+                self.gw.metrics.message("mattermost", "denied")
                 return await self._say(channel, post, problem)
         try:
             if command is not None:
@@ -412,6 +427,7 @@ class MattermostAdapter:
             else:
                 await self._investigate(channel, post, identity, text, members)
         except RateLimited as exc:
+            audit.refusal(self.gw, exc, entry="mattermost", user=identity.user)
             self.gw.metrics.mattermost_posts.labels(outcome="limited").inc()
             await self._say(channel, post, f"Sorry: {exc.message}.")
         except ApiError as exc:
@@ -484,19 +500,12 @@ class MattermostAdapter:
         )
 
     async def _audit_unmapped(self, post: dict[str, Any], person: Person) -> None:
-        body = {
-            "kind": "audit.chat_identity",
-            "ts": time.time(),
-            "surface": "mattermost",
-            "outcome": "unmapped",
-            "mattermost_user_id": person.mm_id,
-            "username": person.username,
-            "reason": person.why,
-            "post": str(post.get("id", "")),
-        }
-        log.warning("a Mattermost user without a Kubernetes identity asked", extra=body)
-        with contextlib.suppress(Exception):
-            await self.gw.bus.nats.publish(self.gw.subjects.audit("chat_identity"), json.dumps(body).encode())
+        log.warning("a Mattermost user without a Kubernetes identity asked",
+                    extra={"mattermost_user_id": person.mm_id, "reason": person.why, "post": str(post.get("id", ""))})
+        self.gw.audit.emit_nowait(Authenticated(
+            entry="mattermost", decision="refused", reason=audit.code(f"unmapped_{person.why or 'user'}"),
+            chat_user_id=person.mm_id,
+        ))
 
     def _memory_key(self, channel: _Channel, post: dict[str, Any]) -> str:
         """One memory per direct-message channel, one per thread elsewhere."""
@@ -511,7 +520,7 @@ class MattermostAdapter:
         text: str,
         members: tuple[Requester, ...],
     ) -> None:
-        await asking.take_question(self.gw, identity, "messages")
+        await asking.take_question(self.gw, identity, "messages", "mattermost")
         # Every reader, the asker included (an empty list would mean "unknown" to the services
         # that post here later: alerts, schedules, reports).
         everyone = (*members, Requester(user=identity.user, groups=identity.groups))
@@ -533,49 +542,41 @@ class MattermostAdapter:
         assert self._memory is not None
         gw = self.gw
         post_id = str(post.get("id", ""))
-        slot = await asking.admit(gw, identity)
+        slot = await asking.admit(gw, identity, "mattermost")
         typing: asyncio.Task[None] | None = None
+        submitted: asking.JobRef | None = None
         try:
             working = await self.api.create_post(channel.id, WORKING, root_id=self._thread(post))
             self._working[post_id] = str(working["id"])
             typing = asyncio.create_task(self._typing(channel, post), name="mattermost-typing")
             key = self._memory_key(channel, post)
+            # Where a gateway restarted before the answer came posts it (``_resume_answer``).
+            target = {"channel": channel.id, "type": channel.type, "team": channel.team_id, "post": post_id,
+                      "thread": self._thread(post), "working": str(working["id"]), "memory": key,
+                      "question": text, "members": [[m.user, list(m.groups)] for m in members]}
             asked = await asking.submit(
                 gw, identity, None, text,
                 request_id=uuid.uuid4().hex, origin="chat", audience=members,
                 history=await self._memory.history(key, self.cfg.memory_turns), remember=False,
+                slot=slot, surface="mattermost", target=target,
             )
+            submitted = asked.job
             progress = _ProgressPost(self.api, str(working["id"]), self.cfg.progress_interval)
             try:
                 payload = await asking.wait(gw, asked, progress.update, heartbeat=15.0)
             except JobTimeout:
-                await self.api.patch_post(str(working["id"]), f"Sorry: {asking.TIMEOUT_MESSAGE}.")
-                gw.metrics.mattermost_posts.labels(outcome="timeout").inc()
+                if await gw.pending.mark_delivered(asked.job.id, asked.job.deadline):
+                    await self.api.patch_post(str(working["id"]), f"Sorry: {asking.TIMEOUT_MESSAGE}.")
+                    gw.metrics.mattermost_posts.labels(outcome="timeout").inc()
                 return
             finally:
                 await progress.close()
-            answer = str(payload["answer"])
-            if not channel.direct:
-                # Who reads the channel may have changed while the investigation ran.
-                asker = Requester(user=identity.user, groups=identity.groups)
-                strangers = await self._strangers(channel, set(audience_claims((asker, *members))))
-                if strangers is None or strangers:
-                    names = ", ".join(strangers[:10]) if strangers else "more people than I can check"
-                    await self.api.patch_post(str(working["id"]), (
-                        f"The answer is withheld: it fits who read this channel when you asked, and {names} "
-                        "can read it now but were not among them. Ask again to get an answer that fits "
-                        "everyone here."))
-                    gw.metrics.mattermost_posts.labels(outcome="withheld").inc()
-                    return
-            parts = split_post(for_mattermost(answer), self.cfg.max_post_chars)
-            await self.api.patch_post(str(working["id"]), parts[0])
-            for part in parts[1:]:
-                await self.api.create_post(channel.id, part, root_id=self._thread(post))
-            rid = asked.request_id
-            await self._memory.append(key, question_message(text, rid))
-            await self._memory.append(key, answer_message(answer, rid, job_id=asked.job.id))
-            gw.metrics.mattermost_posts.labels(outcome="answered").inc()
+            await self._post_answer(channel, target, identity, members, asked.request_id, asked.job.id,
+                                    asked.job.deadline, str(payload["answer"]))
         except asyncio.CancelledError:
+            if submitted is not None:  # a graceful stop: the next listener's catch-up answers it anew
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(gw.pending.mark_delivered(submitted.id, submitted.deadline))
             working_id = self._working.get(post_id)
             if working_id:
                 with contextlib.suppress(Exception):
@@ -587,6 +588,57 @@ class MattermostAdapter:
             if typing is not None:
                 typing.cancel()
             await asyncio.shield(gw.inflight.release(identity.user, slot))
+
+    async def _post_answer(
+        self, channel: _Channel, target: dict[str, Any], identity: Identity, members: tuple[Requester, ...],
+        rid: str, job_id: str, deadline: float, answer: str,
+    ) -> None:
+        """The answer in place of the working post (more parts in the thread), once per job
+        (whichever of this listener and a restarted gateway gets there first), and in the thread's
+        memory; withheld when the channel's readers changed meanwhile."""
+        assert self._memory is not None
+        gw = self.gw
+        if not await gw.pending.mark_delivered(job_id, deadline):
+            return
+        working = str(target["working"])
+        if not channel.direct:
+            # Who reads the channel may have changed while the investigation ran.
+            asker = Requester(user=identity.user, groups=identity.groups)
+            strangers = await self._strangers(channel, set(audience_claims((asker, *members))))
+            if strangers is None or strangers:
+                names = ", ".join(strangers[:10]) if strangers else "more people than I can check"
+                await self.api.patch_post(working, (
+                    f"The answer is withheld: it fits who read this channel when you asked, and {names} "
+                    "can read it now but were not among them. Ask again to get an answer that fits "
+                    "everyone here."))
+                gw.metrics.mattermost_posts.labels(outcome="withheld").inc()
+                return
+        parts = split_post(for_mattermost(answer), self.cfg.max_post_chars)
+        await self.api.patch_post(working, parts[0])
+        for part in parts[1:]:
+            await self.api.create_post(channel.id, part, root_id=str(target["thread"]))
+        key, text = str(target["memory"]), str(target["question"])
+        await self._memory.append(key, question_message(text, rid))
+        await self._memory.append(key, answer_message(answer, rid, job_id=job_id))
+        gw.metrics.mattermost_posts.labels(outcome="answered").inc()
+
+    async def resume_answer(self, job: PendingJob, result: InvestigationResult | None) -> None:
+        """A question this bot was answering when its gateway went away (``Gateway.deliverers``):
+        its answer (or the timeout notice) into the working post, once; the post settled."""
+        t = job.target
+        channel = _Channel(str(t["channel"]), str(t["type"]), str(t.get("team", "")))
+        members = tuple(Requester(user=u, groups=tuple(g)) for u, g in t.get("members", []))
+        if not self._bot:
+            self._bot = await self.api.me()
+        if result is None:
+            if await self.gw.pending.mark_delivered(job.job_id, job.deadline):
+                await self.api.patch_post(str(t["working"]), f"Sorry: {asking.TIMEOUT_MESSAGE}.")
+        else:
+            await self._post_answer(channel, t, Identity(job.user, tuple(job.groups)), members, job.request_id,
+                                    job.job_id, job.deadline, result.answer_markdown)
+        await self._settle(str(t["post"]), True)
+        if job.slot:
+            await self.gw.inflight.release(job.user, job.slot)
 
     async def _typing(self, channel: _Channel, post: dict[str, Any]) -> None:
         parent = self._thread(post)

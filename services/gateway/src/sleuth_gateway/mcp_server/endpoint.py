@@ -85,7 +85,9 @@ class McpEndpoint:
         if message.get("method") != "tools/call":
             await _take_read(self._gw, identity)
         # For the tools: who calls, for this request only (a job gets a fresh signed identity).
-        scope["state"][CALLER_KEY] = Caller(identity, request.state.token, str(request.state.request_id))
+        rid = str(request.state.request_id)
+        chosen = rid if request.headers.get("x-request-id") == rid else ""
+        scope["state"][CALLER_KEY] = Caller(identity, request.state.token, rid, chosen)
         await self._manager.handle_request(scope, _replay(raw, receive), send)
 
 

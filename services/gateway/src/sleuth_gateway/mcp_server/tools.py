@@ -58,6 +58,9 @@ class Caller:
     identity: Identity
     token: str = field(repr=False)  # for this request only: a job gets a fresh signed identity
     request_id: str = ""
+    chosen_id: str = ""
+    """``request_id`` when the client chose it (``X-Request-Id``): ``ask`` sent again with it gets
+    the first call's job."""
 
 
 Audience = Callable[[Gateway, Identity], Awaitable[bool]]
@@ -238,7 +241,7 @@ async def _counted(
         return result
     except ApiError as exc:
         outcome = _outcome(exc)
-        handlers._note_refused(gw, exc, caller.request_id, caller.identity.user)
+        handlers._note_refused(gw, exc, caller.request_id, caller.identity.user, "mcp")
         body = {"error": exc.message, "status": exc.status, **exc.extra, "request_id": caller.request_id}
         return CallToolResult(
             content=[TextContent(type="text", text=exc.message)], structured_content=body, is_error=True
@@ -260,15 +263,21 @@ async def _ask(
 ) -> CallToolResult:
     identity = caller.identity
     asking.check_question(question, gw.settings.gateway.question_limit, "question")
-    slot = await asking.admit(gw, identity)
-    try:
-        command = parse_command(question)
-        if command is not None:
-            payload = await _command(gw, caller, question, command)
-        else:
-            payload = await _investigate(gw, caller, ctx, question, cluster)
-    finally:
-        await _shielded(gw.inflight.release(identity.user, slot))
+    command = parse_command(question)
+    # A call sent again with the same X-Request-Id (the gateway restarted, the connection broke):
+    # the answer of the job it started, never a second investigation.
+    resumed = None if command is not None else await asking.resume(gw, identity, caller.chosen_id, question)
+    if resumed is not None:
+        payload = await _wait(gw, ctx, resumed)
+    else:
+        slot = await asking.admit(gw, identity, "mcp")
+        try:
+            if command is not None:
+                payload = await _command(gw, caller, question, command)
+            else:
+                payload = await _investigate(gw, caller, ctx, question, cluster, slot)
+        finally:
+            await _shielded(gw.inflight.release(identity.user, slot))
     payload["request_id"] = caller.request_id
     return CallToolResult(
         content=[TextContent(type="text", text=payload["answer"])], structured_content=payload
@@ -284,7 +293,7 @@ async def _command(gw: Gateway, caller: Caller, text: str, command: Command) -> 
 
 
 async def _investigate(
-    gw: Gateway, caller: Caller, ctx: Context, question: str, cluster: str | None
+    gw: Gateway, caller: Caller, ctx: Context, question: str, cluster: str | None, slot: str
 ) -> dict[str, Any]:
     asked = await asking.submit(
         gw,
@@ -294,7 +303,13 @@ async def _investigate(
         request_id=caller.request_id,
         origin="mcp",
         clusters=(cluster,) if cluster else (),
+        retry_id=caller.chosen_id,
+        slot=slot,
     )
+    return await _wait(gw, ctx, asked)
+
+
+async def _wait(gw: Gateway, ctx: Context, asked: asking.Asking) -> dict[str, Any]:
     progress = _Progress(ctx)
     try:
         await progress.send("accepted", "investigating")

@@ -11,6 +11,7 @@ from sleuth_agent.rca._signatures import Match, load_catalog
 if TYPE_CHECKING:
     from sleuth_agent.rca._observe import WorkloadObservation
     from sleuth_agent.rca.engine.registry import Located
+    from sleuth_common.messages.jobs import Confidence
 
 __all__ = ["Finding", "rank_matches"]
 
@@ -42,7 +43,7 @@ class Finding:
         return self.match.signature.family if self.match else "insufficient_evidence"
 
     @property
-    def confidence(self) -> str:
+    def confidence(self) -> Confidence:
         return self.match.confidence if self.match else "low"
 
     @property
