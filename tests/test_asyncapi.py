@@ -47,3 +47,22 @@ def test_check_exits_1_on_a_stale_document(made, tmp_path, capsys, monkeypatch) 
     (tmp_path / "alerts.json").write_text("{}\n")
     assert main(["asyncapi", "--check", "--out", str(tmp_path)]) == 1
     assert "alerts.json" in capsys.readouterr().err
+
+
+def test_wire_subscriptions_are_matched_against_receive_channels(made: dict[str, str]) -> None:
+    """tests/bus_wire.py, which test_e2e_stack runs against the live stack's /connz."""
+    from tests.bus_wire import Sub, covers, receive_channels, undocumented
+
+    assert covers("sleuth.jobs.done.*", "sleuth.jobs.done.4f2a") and covers("sleuth.jobs.done.{job_id}", "sleuth.jobs.done.x")
+    assert covers("sleuth.schedules.*", "sleuth.schedules.*") and covers("sleuth.>", "sleuth.jobs.done.x")
+    assert not covers("sleuth.jobs.done.*", "sleuth.jobs.done.>"), "a wider subscription than declared"
+    assert not covers("sleuth.jobs.done.*", "sleuth.jobs.done") and not covers("sleuth.jobs.*", "sleuth.jobs.done.x")
+    assert not covers("sleuth.>", "sleuth") and not covers("sleuth.jobs.done.*", "sleuth.jobs.progress.x")
+    docs = {name: json.loads(text) for name, text in made.items()}
+    assert ("sleuth.jobs.done.*", "scheduler") in receive_channels(docs["scheduler"])
+    assert not any(a == "sleuth.audit.*" for a, _ in receive_channels(docs["gateway"])), "publish-only"
+    subs = {Sub("scheduler", "sleuth.jobs.done.j1", "scheduler"), Sub("gateway", "_INBOX.gateway.x1.*"),
+            Sub("gateway", "$JS.API.CONSUMER.INFO.X"), Sub("gateway", "sleuth.jobs.done.j2"),
+            Sub("scheduler", "sleuth.jobs.done.j3"), Sub("gateway", "sleuth.audit.job_started")}
+    assert undocumented(subs, docs) == [Sub("gateway", "sleuth.audit.job_started"),
+                                        Sub("scheduler", "sleuth.jobs.done.j3")], "wrong queue group, publish-only"

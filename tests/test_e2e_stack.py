@@ -24,8 +24,12 @@ import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from sleuth.asyncapi import SERVICES as DOCUMENTED_SERVICES
+from sleuth.commands.asyncapi import DEFAULT_DIR as ASYNCAPI_DIR
+from sleuth.embedded import free_port
 from sleuth.embedded.stack import Stack, StackPorts, StackSpec, restart_nats
 from sleuth_common.messages.audit import JobFinished, ScheduleChanged, ToolCall, parse_audit_event
+from tests.bus_wire import IGNORED_PREFIXES, WireSampler, load_documents, undocumented
 from tests.fakes.mattermost import Channel, FakeMattermost, User
 from tests.fakes.otlp import OtlpReceiver
 from tests.snapshot_names import tenant_names
@@ -74,6 +78,7 @@ def stack(
         snapshot=demo_snapshot,
         state_dir=tmp_path_factory.mktemp("stack"),
         ports=StackPorts.free(),
+        nats_monitor_port=free_port(),  # /connz: what the services subscribe to (test_..._asyncapi_...)
         extra_env={"SLEUTH_MATTERMOST_TOKEN": chat.bot.token, **otlp.env()},
         extra_config={"agent": {"ack_wait": 4.0, "in_progress_interval": 1.0},
                       "gateway": {"answer_timeout": 45.0, "rate_limit_capacity": 1000,
@@ -81,6 +86,15 @@ def stack(
     )
     with Stack(spec) as s:
         yield s
+
+
+@pytest.fixture(scope="module", autouse=True)
+def wire(stack: Stack) -> Iterator[WireSampler]:
+    """Every subscription the services hold while this module runs, read from nats-server's
+    monitoring a few times a second (a job's own subscriptions live only while it runs)."""
+    assert stack.nats is not None
+    with WireSampler(stack.nats.monitor_url, set(DOCUMENTED_SERVICES)) as sampler:
+        yield sampler
 
 
 def ask(stack: Stack, user: str, question: str, timeout: float = 50.0) -> httpx.Response:
@@ -185,7 +199,9 @@ def test_one_question_is_one_trace_across_the_services(stack: Stack, otlp: OtlpR
     def whole(spans: list) -> list | None:
         mine = [s for s in spans if s.trace_id == trace_id]
         answered = any(s.service == "sleuth-gateway" and ".jobs.done." in s.name for s in mine)
-        return mine if answered and {s.service for s in mine} >= services else None
+        # The agent's job span ends after the answer is published: it may come in a later batch.
+        finished = any(s.service == "sleuth-agent" and s.name == "investigate job" for s in mine)
+        return mine if answered and finished and {s.service for s in mine} >= services else None
 
     mine = otlp.wait_for(whole, within=20)
     names = {(s.service, s.name) for s in mine}
@@ -573,6 +589,22 @@ def test_services_reconnect_after_nats_restart(stack: Stack) -> None:
         time.sleep(1)
     assert isinstance(last, httpx.Response) and last.status_code == 200, last
     assert last.json()["result"]["status"] == "diagnosed"
+
+
+def test_services_subscribe_only_to_what_their_asyncapi_documents_declare(wire: WireSampler) -> None:
+    """After the questions, commands, reports and restarts above: every subscription a service
+    held (subject pattern and queue group, from /connz) is a receive channel of its
+    docs/asyncapi/<service>.json. test_asyncapi checks the documents are what the code declares;
+    this checks the declarations are what runs (a subscription added without declaring it, or a
+    channel dropped from a document, fails here)."""
+    wire.read()
+    seen = wire.seen()
+    assert {s.service for s in seen} == set(DOCUMENTED_SERVICES), f"connections seen: {seen}"
+    # Not vacuous: every service held some subscription beyond its inboxes, and each was checked.
+    assert {s.service for s in seen if not s.subject.startswith(IGNORED_PREFIXES)} == set(DOCUMENTED_SERVICES)
+    drift = undocumented(seen, load_documents(ASYNCAPI_DIR, set(DOCUMENTED_SERVICES)))
+    assert not drift, "subscriptions no AsyncAPI document declares (run `make asyncapi`, or declare them in " \
+                      "sleuth.asyncapi):\n" + "\n".join(f"  {s.service}: {s.subject} queue={s.queue!r}" for s in drift)
 
 
 def test_no_service_was_refused_anything_on_the_bus(stack: Stack) -> None:

@@ -92,7 +92,11 @@ class Network:
 
     def __init__(self) -> None:
         rnd = random.SystemRandom()
-        self.base = f"127.{rnd.randrange(100, 250)}.{rnd.randrange(1, 250)}"
+        # pytest-xdist worker gwN of M takes every M-th second octet from N on: two workers' runs
+        # never share a /24.
+        worker, count = os.environ.get("PYTEST_XDIST_WORKER", "gw0"), os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")
+        index, step = (int(worker[2:]), int(count)) if worker[2:].isdigit() and count.isdigit() else (0, 1)
+        self.base = f"127.{rnd.choice(range(100 + index % max(step, 1), 250, max(step, 1)))}.{rnd.randrange(1, 250)}"
         self._next = 2
         self.names: dict[str, tuple[str, dict[int, int]]] = {}
 

@@ -221,10 +221,10 @@ def test_config_has_the_shape_the_local_stack_writes(rendered: dict[str, list[Ob
     """Same sections and in-cluster wiring as src/sleuth/embedded/stack.py _write_config."""
     cfg = service_config(rendered["defaults"])
     assert {"prefix", "nats", "redis", "logging", "clusters", "identity", "kube_mcp", "authz_cache",
-            "agent", "gateway", "alerts", "scheduler", "reporter", "jetstream"} == set(cfg)
+            "agent", "gateway", "alerts", "scheduler", "reporter", "jetstream", "audit"} == set(cfg)
     assert cfg["nats"] == {"url": "nats://sleuth-nats:4222"}
     assert cfg["redis"] == {"url": "redis://sleuth-redis:6379/0"}
-    assert cfg["jetstream"] == {"replicas": 1}
+    assert cfg["jetstream"]["replicas"] == 1
     (cluster,) = cfg["clusters"]
     assert cluster == {
         "name": "in-cluster", "aliases": [], "api_server": "https://kubernetes.default.svc:443",
@@ -336,7 +336,7 @@ def test_external_and_everything_config(rendered: dict[str, list[Obj]]) -> None:
     assert ext["nats"]["url"] == "nats://nats.messaging.svc:4222"
     assert ext["redis"]["url"] == "rediss://valkey.cache.svc:6380/2"
     cfg = service_config(rendered["everything"])
-    assert cfg["jetstream"] == {"replicas": 3}
+    assert cfg["jetstream"]["replicas"] == 3
     assert cfg["agent"]["llm"] == {"provider": "openai", "base_url": "https://llm.internal/v1",
                                    "model": "qwen2.5:14b", "api_key_env": "SLEUTH_LLM_API_KEY"}
     assert cfg["gateway"]["public_url"] == "https://sleuth.example.com"
@@ -438,7 +438,32 @@ def test_stream_replicas_need_a_nats_cluster() -> None:
     with pytest.raises(helm_python.HelmRenderError, match=r"jetstream\.replicas is 3 but the bundled NATS runs 1 server"):
         render_chart({"jetstream": {"replicas": 3}})
     clustered = {"jetstream": {"replicas": 3}, "nats": {"config": {"cluster": {"enabled": True, "replicas": 3}}}}
-    assert service_config(render_chart(clustered))["jetstream"] == {"replicas": 3}
+    assert service_config(render_chart(clustered))["jetstream"]["replicas"] == 3
+
+
+def test_stream_limits_and_audit_settings_reach_every_service(rendered: dict[str, list[Obj]], tmp_path: Path) -> None:
+    """The chart's defaults are the services' own (one place would drift from the other), and the
+    values given reach every service that uses the bus as numbers (Helm reads values as floats:
+    1 GiB must not become 1.073741824e+09)."""
+    from sleuth_common.config import AuditSettings, JetStreamSettings
+
+    on_the_bus = [s for s in _service_models() if s != "kube-mcp"]
+    for service in on_the_bus:
+        settings = _settings(rendered["defaults"], service, tmp_path)
+        assert settings.audit == AuditSettings(), service
+        assert settings.jetstream.model_dump(exclude={"replicas"}) == JetStreamSettings().model_dump(
+            exclude={"replicas"}), service
+    values = {"jetstream": {"resultsMaxAge": 600, "resultsMaxBytes": 5 << 30},
+              "audit": {"maxAge": 90 * 86400, "maxBytes": 20 << 30, "publishTimeout": 0.5, "backlog": 50_000}}
+    objects = render_chart(values)
+    assert "e+" not in find(objects, "ConfigMap", "sleuth-config")[0]["data"]["sleuth.yaml"]
+    for service in on_the_bus:
+        settings = _settings(objects, service, tmp_path)
+        assert (settings.jetstream.results_max_age, settings.jetstream.results_max_bytes) == (600, 5 << 30)
+        assert settings.audit == AuditSettings(max_age=90 * 86400, max_bytes=20 << 30, publish_timeout=0.5,
+                                               backlog=50_000), service
+    with pytest.raises(helm_python.HelmValuesError, match="at '/audit/maxAge'"):
+        render_chart({"audit": {"maxAge": 30}})  # below the services' own minimum: refused at install
 
 
 def test_config_null_removes_a_key() -> None:

@@ -22,6 +22,14 @@ redis:
   url: {{ include "sleuth.redisUrl" . | quote }}
 jetstream:
   replicas: {{ .Values.jetstream.replicas }}
+  {{- /* int64: Helm reads numbers as floats and would print 1073741824 as 1.073741824e+09 */}}
+  results_max_age: {{ .Values.jetstream.resultsMaxAge | int64 }}
+  results_max_bytes: {{ .Values.jetstream.resultsMaxBytes | int64 }}
+audit:
+  max_age: {{ .Values.audit.maxAge | int64 }}
+  max_bytes: {{ .Values.audit.maxBytes | int64 }}
+  publish_timeout: {{ .Values.audit.publishTimeout }}
+  backlog: {{ .Values.audit.backlog | int64 }}
 logging:
   level: {{ .Values.logging.level | quote }}
   json_format: {{ .Values.logging.json }}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -92,149 +93,231 @@ class Doc:
 
 
 namespaces = st.sampled_from(ALLOWED + FOREIGN)
-KINDS = ["k8s", "event", "yaml_event", "ref", "agg", "refmap", "flow", "ipflow", "nsobj", "plain", "scalar",
-         "weak", "nsobject", "kindref", "path", "dns", "table", "prom", "labels", "node", "pv", "secret", "log",
-         "json", "mcp", "bymap"]
+
+
+@dataclass(frozen=True)
+class Rec:
+    """One record being drawn: the draw, the document it adds tokens to, where it sits, its namespace."""
+
+    draw: st.DrawFn
+    doc: Doc
+    depth: int
+    ctx: Ctx
+    pinned: bool
+    ns: str
+
+    @property
+    def allowed(self) -> bool:
+        return self.ns in ALLOWED
+
+    def children(self, sub: Ctx) -> list[Any]:
+        if self.depth <= 0:
+            return []
+        return self.draw(st.lists(records(self.doc, self.depth - 1, sub, self.pinned), max_size=3))
+
+    def owned(self) -> tuple[str, Ctx]:
+        """A token in the record's namespace, the record attributed to it by its own carrier."""
+        tok = self.doc.token(self.ns)
+        return tok, self.doc.owned(tok, self.ctx, self.allowed)
+
+    def allowed_and_foreign(self) -> tuple[str, str]:
+        """A token in one of the caller's namespaces and one in a foreign namespace."""
+        return self.doc.token(self.draw(st.sampled_from(ALLOWED))), self.doc.token(self.draw(st.sampled_from(FOREIGN)))
+
+
+def _scalar(r: Rec) -> Any:
+    return r.draw(st.sampled_from([1, True, None, 2.5]))
+
+
+def _k8s(r: Rec) -> Any:
+    tok, sub = r.owned()
+    return {
+        "apiVersion": "v1", "kind": r.draw(st.sampled_from(["Pod", "Service", "Deployment"])),
+        "metadata": {"name": tok, "namespace": r.ns, "labels": {"app.kubernetes.io/name": tok},
+                     "ownerReferences": [{"kind": "ReplicaSet", "name": f"{tok}-rs"}]},
+        "spec": {"containers": r.children(sub), "image": "registry.k8s.io/x:v1"},
+        "status": {"podIP": r.doc.ip(r.ns), "hostIP": "192.168.0.9", "phase": "Running"},
+    }
+
+
+def _event(r: Rec) -> Any:
+    tok, _ = r.owned()
+    return {"involvedObject": {"kind": "Pod", "namespace": r.ns, "name": tok}, "message": f"Back-off restarting {tok}"}
+
+
+def _yaml_event(r: Rec) -> Any:
+    tok, _ = r.owned()
+    return {"InvolvedObject": {"Kind": "Pod", "Name": tok}, "Namespace": r.ns, "Message": f"pulled {tok}"}
+
+
+def _weak(r: Rec) -> Any:
+    tok, _ = r.owned()
+    return {r.draw(st.sampled_from(["ns", "project", "tenant", "namespace_name", "k8s_namespace"])): r.ns, "id": tok}
+
+
+def _nsobject(r: Rec) -> Any:
+    tok, _ = r.owned()
+    return {"namespace": {"name": r.ns}, "id": tok}
+
+
+def _kindref(r: Rec) -> Any:
+    tok, _ = r.owned()
+    return {"id": f"{r.draw(st.sampled_from(['Pod', 'Deployment', 'Service']))}/{r.ns}/{tok}"}
+
+
+def _path(r: Rec) -> Any:
+    tok, _ = r.owned()
+    return {"selfLink": f"/api/v1/namespaces/{r.ns}/pods/{tok}"}
+
+
+def _dns(r: Rec) -> Any:
+    tok, _ = r.owned()
+    return {"url": f"http://{tok}.{r.ns}.svc.cluster.local:8080/", "id": tok}
+
+
+def _ref(r: Rec) -> Any:
+    tok = r.doc.token(r.ns)
+    if r.ctx == "maybe" and r.allowed:
+        return f"{r.ns}/{tok}"
+    (r.doc.visible if r.allowed and r.ctx != "hidden" else r.doc.hidden).add(tok)
+    return f"{r.ns}/{tok}"
+
+
+def _agg(r: Rec) -> Any:
+    tok, _ = r.owned()
+    return {"by_namespace": {r.ns: {"pods": tok}}}
+
+
+def _refmap(r: Rec) -> Any:
+    tok, _ = r.owned()
+    return {"restarts": {f"{r.ns}/{tok}": 4}}
+
+
+def _flow(r: Rec) -> Any:
+    draw = r.draw
+    owned = draw(st.booleans())
+    if owned:
+        src, dst = draw(st.sampled_from(ALLOWED)), draw(st.sampled_from(ALLOWED + PEER_FOREIGN))
+        if draw(st.booleans()):
+            src, dst = dst, src
+    else:
+        src, dst = draw(st.sampled_from(FOREIGN)), draw(st.sampled_from(FOREIGN))
+    tok = r.doc.token()
+    # the pod is on the source side: shown only when that side is the caller's
+    r.doc.owned(tok, r.ctx, owned and src in ALLOWED)
+    return {"source": {"namespace": src, "pod": tok}, "destination": {"namespace": dst}, "bytes": 10}
+
+
+def _ipflow(r: Rec) -> Any:
+    src, dst = r.draw(namespaces), r.draw(namespaces)
+    tok = r.doc.token()
+    r.doc.owned(tok, r.ctx, src in ALLOWED or dst in ALLOWED)  # the far side shows only as an IP
+    return {"src_ip": r.doc.ip(src), "dst_ip": r.doc.ip(dst), "flow": tok}
+
+
+def _nsobj(r: Rec) -> Any:
+    tok = r.doc.token()
+    r.doc.owned(tok, r.ctx, r.allowed)
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": r.ns, "annotations": {"t": tok}}}
+
+
+def _table(r: Rec) -> Any:
+    tok = r.doc.token(r.ns)
+    row_ctx: Ctx = "none" if r.ctx in ("none", "allowed") else r.ctx  # the Table is an envelope
+    r.doc.owned(tok, row_ctx, r.allowed)
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
+            "columnDefinitions": [{"name": "Name", "type": "string"}, {"name": "Namespace", "type": "string"}],
+            "rows": [{"cells": [tok, r.ns, "Running"]}]}
+
+
+def _prom(r: Rec) -> Any:
+    tok = r.doc.token()
+    r.doc.unattributed(tok, r.ctx)
+    return {"metric": {"__name__": "up", "pod": tok}, "value": [1700000000, "1"]}
+
+
+def _labels(r: Rec) -> Any:
+    mine, theirs = r.allowed_and_foreign()
+    r.doc.unattributed(mine, r.ctx)
+    r.doc.never(theirs)
+    return {"data": [mine, theirs]}
+
+
+def _node(r: Rec) -> Any:
+    tok = r.doc.token()
+    r.doc.never(tok)
+    ip = r.doc.ip(r.draw(st.sampled_from(ALLOWED)))  # a hostNetwork pod's IP: claims nothing
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": tok, "uid": "1"},
+            "status": {"addresses": [{"type": "InternalIP", "address": ip}], "nodeInfo": {"kubeletVersion": "v1"}}}
+
+
+def _pv(r: Rec) -> Any:
+    tok = r.doc.token()
+    r.doc.never(tok)
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": tok, "uid": "1"},
+            "spec": {"claimRef": {"namespace": r.draw(st.sampled_from(ALLOWED)), "name": "data"}}}
+
+
+def _secret(r: Rec) -> Any:
+    tok, value = r.doc.token(r.ns), r.doc.token()
+    r.doc.owned(tok, r.ctx, r.ns == SECRET_NS)
+    r.doc.never(value)
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": r.ns, "name": tok},
+            "data": {"password": value}}
+
+
+def _log(r: Rec) -> Any:
+    tok, mine, theirs = r.doc.token(r.ns), r.doc.token(r.ns), r.doc.token(r.draw(st.sampled_from(FOREIGN)))
+    r.doc.owned(tok, r.ctx, r.allowed)
+    r.doc.never(theirs)
+    if r.pinned:
+        r.doc.owned(mine, r.ctx, r.allowed)
+    else:
+        r.doc.never(mine)  # text from an unpinned call is withheld whole
+    return {"namespace": r.ns, "name": tok, "log": f"GET / 200 {mine}\nupstream {theirs} refused\n"}
+
+
+def _json(r: Rec) -> Any:
+    tok, sub = r.owned()
+    return {"namespace": r.ns, "name": tok, "result": json.dumps(r.children(sub))}
+
+
+def _mcp(r: Rec) -> Any:
+    # MCP content: unattributed, holding a JSON document (an envelope where nothing attributes it)
+    return {"type": "text", "text": json.dumps(r.children(r.ctx))}
+
+
+def _bymap(r: Rec) -> Any:
+    mine, theirs = r.allowed_and_foreign()
+    r.doc.owned(mine, r.ctx, True)  # a map of records is judged entry by entry
+    r.doc.never(theirs)
+    own_ns = next(n for n, toks in r.doc.inventory.items() if mine in toks)
+    other_ns = next(n for n, toks in r.doc.inventory.items() if theirs in toks)
+    return {mine: {"namespace": own_ns, "restarts": 1}, theirs: {"namespace": other_ns, "restarts": 2}}
+
+
+def _plain(r: Rec) -> Any:
+    # names no namespace; it shares the fate of where it sits
+    tok = r.doc.token()
+    sub = r.doc.unattributed(tok, r.ctx)
+    return {"name": tok, "items": r.children(sub)}
+
+
+# Every record shape, by the name a failing example shows (the order is the draw's: keep it stable).
+BUILDERS: dict[str, Callable[[Rec], Any]] = {
+    "k8s": _k8s, "event": _event, "yaml_event": _yaml_event, "ref": _ref, "agg": _agg, "refmap": _refmap,
+    "flow": _flow, "ipflow": _ipflow, "nsobj": _nsobj, "plain": _plain, "scalar": _scalar, "weak": _weak,
+    "nsobject": _nsobject, "kindref": _kindref, "path": _path, "dns": _dns, "table": _table, "prom": _prom,
+    "labels": _labels, "node": _node, "pv": _pv, "secret": _secret, "log": _log, "json": _json, "mcp": _mcp,
+    "bymap": _bymap,
+}
+KINDS = list(BUILDERS)
 
 
 @st.composite
 def records(draw: st.DrawFn, doc: Doc, depth: int, ctx: Ctx, pinned: bool) -> Any:
     kind = draw(st.sampled_from(KINDS))
-    ns = draw(namespaces)
-    allowed = ns in ALLOWED
-
-    def children(sub: Ctx) -> list[Any]:
-        if depth <= 0:
-            return []
-        return draw(st.lists(records(doc, depth - 1, sub, pinned), max_size=3))
-
-    if kind == "scalar":
-        return draw(st.sampled_from([1, True, None, 2.5]))
-    if kind == "k8s":
-        tok = doc.token(ns)
-        sub = doc.owned(tok, ctx, allowed)
-        return {
-            "apiVersion": "v1", "kind": draw(st.sampled_from(["Pod", "Service", "Deployment"])),
-            "metadata": {"name": tok, "namespace": ns, "labels": {"app.kubernetes.io/name": tok},
-                         "ownerReferences": [{"kind": "ReplicaSet", "name": f"{tok}-rs"}]},
-            "spec": {"containers": children(sub), "image": "registry.k8s.io/x:v1"},
-            "status": {"podIP": doc.ip(ns), "hostIP": "192.168.0.9", "phase": "Running"},
-        }
-    if kind == "event":
-        tok = doc.token(ns)
-        doc.owned(tok, ctx, allowed)
-        return {"involvedObject": {"kind": "Pod", "namespace": ns, "name": tok}, "message": f"Back-off restarting {tok}"}
-    if kind == "yaml_event":
-        tok = doc.token(ns)
-        doc.owned(tok, ctx, allowed)
-        return {"InvolvedObject": {"Kind": "Pod", "Name": tok}, "Namespace": ns, "Message": f"pulled {tok}"}
-    if kind in ("weak", "nsobject", "kindref", "path", "dns"):
-        tok = doc.token(ns)
-        doc.owned(tok, ctx, allowed)
-        if kind == "weak":
-            return {draw(st.sampled_from(["ns", "project", "tenant", "namespace_name", "k8s_namespace"])): ns, "id": tok}
-        if kind == "nsobject":
-            return {"namespace": {"name": ns}, "id": tok}
-        if kind == "kindref":
-            return {"id": f"{draw(st.sampled_from(['Pod', 'Deployment', 'Service']))}/{ns}/{tok}"}
-        if kind == "path":
-            return {"selfLink": f"/api/v1/namespaces/{ns}/pods/{tok}"}
-        return {"url": f"http://{tok}.{ns}.svc.cluster.local:8080/", "id": tok}
-    if kind == "ref":
-        tok = doc.token(ns)
-        if ctx == "maybe" and allowed:
-            return f"{ns}/{tok}"
-        (doc.visible if allowed and ctx != "hidden" else doc.hidden).add(tok)
-        return f"{ns}/{tok}"
-    if kind == "agg":
-        tok = doc.token(ns)
-        doc.owned(tok, ctx, allowed)
-        return {"by_namespace": {ns: {"pods": tok}}}
-    if kind == "refmap":
-        tok = doc.token(ns)
-        doc.owned(tok, ctx, allowed)
-        return {"restarts": {f"{ns}/{tok}": 4}}
-    if kind == "flow":
-        owned = draw(st.booleans())
-        if owned:
-            src, dst = draw(st.sampled_from(ALLOWED)), draw(st.sampled_from(ALLOWED + PEER_FOREIGN))
-            if draw(st.booleans()):
-                src, dst = dst, src
-        else:
-            src, dst = draw(st.sampled_from(FOREIGN)), draw(st.sampled_from(FOREIGN))
-        tok = doc.token()
-        # the pod is on the source side: shown only when that side is the caller's
-        doc.owned(tok, ctx, owned and src in ALLOWED)
-        return {"source": {"namespace": src, "pod": tok}, "destination": {"namespace": dst}, "bytes": 10}
-    if kind == "ipflow":
-        src, dst = draw(namespaces), draw(namespaces)
-        tok = doc.token()
-        doc.owned(tok, ctx, src in ALLOWED or dst in ALLOWED)  # the far side shows only as an IP
-        return {"src_ip": doc.ip(src), "dst_ip": doc.ip(dst), "flow": tok}
-    if kind == "nsobj":
-        tok = doc.token()
-        doc.owned(tok, ctx, allowed)
-        return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "annotations": {"t": tok}}}
-    if kind == "table":
-        tok = doc.token(ns)
-        row_ctx: Ctx = "none" if ctx in ("none", "allowed") else ctx  # the Table is an envelope
-        doc.owned(tok, row_ctx, allowed)
-        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
-                "columnDefinitions": [{"name": "Name", "type": "string"}, {"name": "Namespace", "type": "string"}],
-                "rows": [{"cells": [tok, ns, "Running"]}]}
-    if kind == "prom":
-        tok = doc.token()
-        doc.unattributed(tok, ctx)
-        return {"metric": {"__name__": "up", "pod": tok}, "value": [1700000000, "1"]}
-    if kind == "labels":
-        mine, theirs = doc.token(draw(st.sampled_from(ALLOWED))), doc.token(draw(st.sampled_from(FOREIGN)))
-        doc.unattributed(mine, ctx)
-        doc.never(theirs)
-        return {"data": [mine, theirs]}
-    if kind == "node":
-        tok = doc.token()
-        doc.never(tok)
-        ip = doc.ip(draw(st.sampled_from(ALLOWED)))  # a hostNetwork pod's IP: claims nothing
-        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": tok, "uid": "1"},
-                "status": {"addresses": [{"type": "InternalIP", "address": ip}], "nodeInfo": {"kubeletVersion": "v1"}}}
-    if kind == "pv":
-        tok = doc.token()
-        doc.never(tok)
-        return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": tok, "uid": "1"},
-                "spec": {"claimRef": {"namespace": draw(st.sampled_from(ALLOWED)), "name": "data"}}}
-    if kind == "secret":
-        tok, value = doc.token(ns), doc.token()
-        doc.owned(tok, ctx, ns == SECRET_NS)
-        doc.never(value)
-        return {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": ns, "name": tok},
-                "data": {"password": value}}
-    if kind == "log":
-        tok, mine, theirs = doc.token(ns), doc.token(ns), doc.token(draw(st.sampled_from(FOREIGN)))
-        doc.owned(tok, ctx, allowed)
-        doc.never(theirs)
-        if pinned:
-            doc.owned(mine, ctx, allowed)
-        else:
-            doc.never(mine)  # text from an unpinned call is withheld whole
-        return {"namespace": ns, "name": tok, "log": f"GET / 200 {mine}\nupstream {theirs} refused\n"}
-    if kind == "json":
-        tok = doc.token(ns)
-        sub = doc.owned(tok, ctx, allowed)
-        return {"namespace": ns, "name": tok, "result": json.dumps(children(sub))}
-    if kind == "mcp":
-        # MCP content: unattributed, holding a JSON document (an envelope where nothing attributes it)
-        return {"type": "text", "text": json.dumps(children(ctx))}
-    if kind == "bymap":
-        mine, theirs = doc.token(draw(st.sampled_from(ALLOWED))), doc.token(draw(st.sampled_from(FOREIGN)))
-        doc.owned(mine, ctx, True)  # a map of records is judged entry by entry
-        doc.never(theirs)
-        own_ns = next(n for n, toks in doc.inventory.items() if mine in toks)
-        other_ns = next(n for n, toks in doc.inventory.items() if theirs in toks)
-        return {mine: {"namespace": own_ns, "restarts": 1}, theirs: {"namespace": other_ns, "restarts": 2}}
-    # plain: names no namespace; it shares the fate of where it sits
-    tok = doc.token()
-    sub = doc.unattributed(tok, ctx)
-    return {"name": tok, "items": children(sub)}
+    return BUILDERS[kind](Rec(draw, doc, depth, ctx, pinned, draw(namespaces)))
 
 
 @st.composite

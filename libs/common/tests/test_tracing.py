@@ -219,3 +219,12 @@ async def test_an_llm_call_is_a_chat_span_with_usage_and_no_key_or_text(
     dumped = json.dumps([[dict(s.attributes or {}), *(dict(e.attributes or {}) for e in s.events)] for s in spans],
                         default=str)
     assert "sk-test-9d2e" not in dumped and "OOM" not in dumped and "checkout-api" not in dumped
+
+
+def test_span_names_keep_per_job_tokens_out():
+    from sleuth_common.tracing._nats import _template
+
+    assert _template("sleuth.jobs.done.b68a0aff68ed40c2bc016d0b51d6597a") == "sleuth.jobs.done.{id}"
+    assert _template("sleuth.alerts.results.0123456789abcdef") == "sleuth.alerts.results.{id}"
+    assert _template("sleuth.jobs.investigate") == "sleuth.jobs.investigate"
+    assert _template("sleuth.authz.authenticate") == "sleuth.authz.authenticate"  # long words without digits stay

@@ -77,6 +77,8 @@ class StackSpec:
     """NATS users beside the services' and ``audit`` (tests, benches), with their permissions."""
     redis_maxmemory: str = "256mb"
     """Valkey's memory cap (policy ``noeviction``, explained in ``Stack.start``)."""
+    nats_monitor_port: int | None = None
+    """nats-server's HTTP monitoring port (``/connz``, ``/jsz`` …, on ``host``); None = off."""
 
 
 def _read_snapshot_meta(snapshot: Path) -> dict[str, Any]:
@@ -179,6 +181,7 @@ class Stack:
             self.nats = NatsServer(
                 self.state / "nats", port=p.nats, log_path=self.logs / "nats.log",
                 authorization=nats_authorization(self.credentials.nats, self.prefix, self.spec.nats_users),
+                monitor_port=self.spec.nats_monitor_port,
             ).start()
             # noeviction: at the cap, writes fail (the services answer "Redis is unavailable")
             # instead of Valkey silently dropping keys. Under volatile-lru an answered-mark or an
@@ -484,4 +487,4 @@ def restart_nats(stack: Stack) -> None:
     old = stack.nats
     old.stop()
     stack.nats = NatsServer(old.data_dir, port=old.port, host=old.host, log_path=stack.logs / "nats.log",
-                            authorization=old.authorization).start()
+                            authorization=old.authorization, monitor_port=old.monitor_port).start()

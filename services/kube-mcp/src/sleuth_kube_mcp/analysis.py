@@ -330,15 +330,37 @@ async def _read_namespace(
 
 def _build(namespace: str, objs: dict[str, list[dict[str, Any]]]) -> _Graph:
     g = _Graph(namespace)
+    existing = _add_objects(g, objs)
+    _link_owners(g, objs)
+    pods = objs.get("pods", [])
+    _link_pods(g, pods, existing)
+    _link_claims(g, objs.get("pvcs", []))
+    _link_services(g, objs, pods)
+    _link_ingresses(g, objs.get("ingresses", []), existing)
+    _link_hpas(g, objs.get("hpas", []))
+    _link_pod_selectors(g, objs, pods)
+    return g
+
+
+def _name(o: Mapping[str, Any]) -> str:
+    return str((o.get("metadata") or {}).get("name"))
+
+
+def _add_objects(g: _Graph, objs: dict[str, list[dict[str, Any]]]) -> dict[tuple[str, str], bool]:
+    """Every object read, with its status: the (kind, name) pairs that exist."""
     existing: dict[tuple[str, str], bool] = {}
     for key, items in objs.items():
         kind = _KIND_OF.get(key)
         if kind is None:
             continue
         for o in items:
-            name = str((o.get("metadata") or {}).get("name"))
+            name = _name(o)
             existing[(kind, name)] = True
             g.add(kind, name, status=_status_of(kind, o))
+    return existing
+
+
+def _link_owners(g: _Graph, objs: dict[str, list[dict[str, Any]]]) -> None:
     for key, items in objs.items():
         kind = _KIND_OF.get(key)
         if kind is None:
@@ -348,36 +370,49 @@ def _build(namespace: str, objs: dict[str, list[dict[str, Any]]]) -> _Graph:
             me = g.node_id(kind, str(meta.get("name")))
             for ref in meta.get("ownerReferences") or []:
                 g.link(me, g.add(str(ref.get("kind")), str(ref.get("name"))), "owned-by")
-    pods = objs.get("pods", [])
+
+
+def _link_pods(g: _Graph, pods: list[dict[str, Any]], existing: dict[tuple[str, str], bool]) -> None:
+    """A pod → its node, and what its spec references by name (marked missing when not read)."""
     for p in pods:
-        meta = p.get("metadata") or {}
-        pid = g.node_id("Pod", str(meta.get("name")))
+        pid = g.node_id("Pod", _name(p))
         node = (p.get("spec") or {}).get("nodeName")
         if node:
             g.link(pid, g.add("Node", str(node), cluster_scoped=True), "runs-on")
         for kind, name, rel in _pod_refs(p):
             exists = existing.get((kind, name), False)
             g.link(pid, g.add(kind, name, **({} if exists else {"missing": True})), rel)
-    for pvc in objs.get("pvcs", []):
-        meta, spec = pvc.get("metadata") or {}, pvc.get("spec") or {}
-        cid = g.node_id("PersistentVolumeClaim", str(meta.get("name")))
+
+
+def _link_claims(g: _Graph, pvcs: list[dict[str, Any]]) -> None:
+    for pvc in pvcs:
+        spec = pvc.get("spec") or {}
+        cid = g.node_id("PersistentVolumeClaim", _name(pvc))
         if spec.get("volumeName"):
             g.link(cid, g.add("PersistentVolume", str(spec["volumeName"]), cluster_scoped=True), "bound-to")
         if spec.get("storageClassName"):
             g.link(cid, g.add("StorageClass", str(spec["storageClassName"]), cluster_scoped=True), "class")
-    eps = {str((e.get("metadata") or {}).get("name")): e for e in objs.get("endpoints", [])}
+
+
+def _link_services(g: _Graph, objs: dict[str, list[dict[str, Any]]], pods: list[dict[str, Any]]) -> None:
+    """A Service's ready endpoints, and the pods its selector selects."""
+    eps = {_name(e): e for e in objs.get("endpoints", [])}
     for svc in objs.get("services", []):
-        meta, spec = svc.get("metadata") or {}, svc.get("spec") or {}
-        name = str(meta.get("name"))
+        spec = svc.get("spec") or {}
+        name = _name(svc)
         sid = g.node_id("Service", name)
         ready = sum(len(s.get("addresses") or []) for s in (eps.get(name) or {}).get("subsets") or [])
         g.nodes[sid]["ready_endpoints"] = ready
         service_selector = _selector(spec.get("selector"), plain_map=True)
         for p in pods:
             if service_selector is not None and service_selector.matches_object(p):
-                g.link(sid, g.node_id("Pod", str((p.get("metadata") or {}).get("name"))), "selects")
-    for ing in objs.get("ingresses", []):
-        iid = g.node_id("Ingress", str((ing.get("metadata") or {}).get("name")))
+                g.link(sid, g.node_id("Pod", _name(p)), "selects")
+
+
+def _link_ingresses(g: _Graph, ingresses: list[dict[str, Any]], existing: dict[tuple[str, str], bool]) -> None:
+    """An Ingress → the Services it routes to (marked missing when not read) and its class."""
+    for ing in ingresses:
+        iid = g.node_id("Ingress", _name(ing))
         for rule in (ing.get("spec") or {}).get("rules") or []:
             for path in ((rule.get("http") or {}).get("paths")) or []:
                 backend = ((path.get("backend") or {}).get("service") or {}).get("name")
@@ -389,24 +424,30 @@ def _build(namespace: str, objs: dict[str, list[dict[str, Any]]]) -> _Graph:
         cls = (ing.get("spec") or {}).get("ingressClassName")
         if cls:
             g.link(iid, g.add("IngressClass", str(cls), cluster_scoped=True), "class")
-    for hpa in objs.get("hpas", []):
-        hid = g.node_id("HorizontalPodAutoscaler", str((hpa.get("metadata") or {}).get("name")))
+
+
+def _link_hpas(g: _Graph, hpas: list[dict[str, Any]]) -> None:
+    for hpa in hpas:
+        hid = g.node_id("HorizontalPodAutoscaler", _name(hpa))
         ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
         if ref.get("name"):
             g.link(hid, g.add(str(ref.get("kind")), str(ref.get("name"))), "scales")
+
+
+def _link_pod_selectors(g: _Graph, objs: dict[str, list[dict[str, Any]]], pods: list[dict[str, Any]]) -> None:
+    """PodDisruptionBudgets and NetworkPolicies → the pods their selectors select."""
     for key, rel, sel_path in (
         ("pdbs", "protects", ("spec", "selector")),
         ("networkpolicies", "applies-to", ("spec", "podSelector")),
     ):
         kind = _KIND_OF[key]
         for o in objs.get(key, []):
-            oid = g.node_id(kind, str((o.get("metadata") or {}).get("name")))
+            oid = g.node_id(kind, _name(o))
             # {} selects every pod in the namespace (a NetworkPolicy, a policy/v1 PDB); null, none
             sel = _selector((o.get(sel_path[0]) or {}).get(sel_path[1]))
             for p in pods:
                 if sel is not None and sel.matches_object(p):
-                    g.link(oid, g.node_id("Pod", str((p.get("metadata") or {}).get("name"))), rel)
-    return g
+                    g.link(oid, g.node_id("Pod", _name(p)), rel)
 
 
 async def subgraph(

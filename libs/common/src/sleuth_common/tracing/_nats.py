@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -49,6 +50,15 @@ def _label(client: Any, subject: str) -> str:
     return "(reply)" if subject.startswith((inbox, "_INBOX")) else subject
 
 
+_ID_TOKEN = re.compile(r"^(?=[^.]*\d)[0-9A-Za-z_-]{16,}$")
+
+
+def _template(subject: str) -> str:
+    """The subject with per-job/per-request tokens as ``{id}``: span names stay low-cardinality
+    (``publish sleuth.jobs.done.{id}``); the full subject is the ``messaging.destination.name``."""
+    return ".".join("{id}" if _ID_TOKEN.match(token) else token for token in subject.split("."))
+
+
 def _attributes(subject: str, payload: bytes, operation: str) -> dict[str, Any]:
     return {"messaging.system": "nats", "messaging.destination.name": subject,
             "messaging.operation.type": operation, "messaging.message.body.size": len(payload or b"")}
@@ -74,7 +84,7 @@ async def _publish(self: Client, subject: str, payload: bytes = b"", reply: str 
         # Inside a span of ours, or FastStream's own producer span: its context, no second span.
         return await original(self, subject, payload, reply, _with_context(headers))
     label = _label(self, subject)
-    with tracer().start_as_current_span(f"publish {label}", kind=SpanKind.PRODUCER,
+    with tracer().start_as_current_span(f"publish {_template(label)}", kind=SpanKind.PRODUCER,
                                         attributes=_attributes(label, payload, "send")):
         return await original(self, subject, payload, reply, _with_context(headers))
 
@@ -84,7 +94,7 @@ async def _request(self: Client, subject: str, payload: bytes = b"", timeout: fl
     original = _ORIGINALS[(Client, "request")]
     if not _traced(subject) or _INNER.get():
         return await original(self, subject, payload, timeout, old_style, headers)
-    with tracer().start_as_current_span(f"request {subject}", kind=SpanKind.CLIENT,
+    with tracer().start_as_current_span(f"request {_template(subject)}", kind=SpanKind.CLIENT,
                                         attributes=_attributes(subject, payload, "send")):
         token = _INNER.set(True)
         try:
@@ -98,7 +108,7 @@ async def _js_publish(self: JetStreamContext, subject: str, payload: bytes = b""
     if not _traced(subject) or _INNER.get():
         return await original(self, subject, payload, *args, **kw)
     span = contextlib.nullcontext() if _producing() else tracer().start_as_current_span(
-        f"publish {subject}", kind=SpanKind.PRODUCER, attributes=_attributes(subject, payload, "send"))
+        f"publish {_template(subject)}", kind=SpanKind.PRODUCER, attributes=_attributes(subject, payload, "send"))
     with span:
         token = _INNER.set(True)
         try:
@@ -112,7 +122,7 @@ def _consumer(cb: Callable[[Any], Awaitable[None]]) -> Callable[[Any], Awaitable
     async def process(msg: Any) -> None:
         parent = propagate.extract(msg.headers or {})
         subject = msg.subject
-        with tracer().start_as_current_span(f"process {subject}", context=parent, kind=SpanKind.CONSUMER,
+        with tracer().start_as_current_span(f"process {_template(subject)}", context=parent, kind=SpanKind.CONSUMER,
                                             attributes=_attributes(subject, msg.data, "process")):
             await cb(msg)
 

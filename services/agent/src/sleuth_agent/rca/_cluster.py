@@ -68,6 +68,14 @@ async def _noop(stage: str, message: str) -> None:
     return None
 
 
+@dataclass
+class _Plan:
+    known: list[str]  # the namespaces the caller can read (or the question's words verified as such)
+    targets: list[str]  # the namespaces to look at
+    node_targets: list[str]  # nodes the alert or the question names
+    asked_nodes: list[str]  # nodes the question names
+
+
 async def analyse_cluster(
     tools: Toolbox,
     scope: Scope,
@@ -80,6 +88,86 @@ async def analyse_cluster(
 ) -> ClusterOutcome:
     out = ClusterOutcome(cluster)
     out.symptoms = asserted_symptoms(terms.text)
+    timeout = settings.tool_timeout
+    plan = await _plan(tools, scope, terms, settings, log, out, alert)
+    if plan is None:
+        return out  # the question is only about namespaces the caller cannot read
+    targets = plan.targets
+    if plan.node_targets:
+        await _node_targets(tools, log, plan.node_targets, scope, out, timeout)
+        if not targets:
+            return out
+    await progress("target", f"looking at {len(targets)} namespace(s) on {cluster}: {', '.join(targets)}")
+
+    await progress("collecting", "reading pods, workloads, services and events")
+    got: Collected = await collect_namespaces(tools, log, targets, timeout)
+    observations = got.observations()
+    services = {(ns, str(s.get("name"))) for ns in targets for s in got.services.get(ns, [])}
+    matched, unmatched, ambiguous = await _resolve(
+        tools, log, got, plan, terms, alert, observations, services, timeout
+    )
+    chosen = _choose(out, terms, observations, services, matched, unmatched, ambiguous)
+    if chosen is None:
+        return out  # the question names an object that is not there, or more than one
+    for o in chosen:
+        o.named = bool(matched)
+        if alert is not None and o.named:
+            o.alerts.extend(alert.facts)
+    if matched:
+        await progress("target", "found " + ", ".join(sorted(f"{o.kind}/{o.name}" for o in chosen)))
+    _namespace_evidence(out, got, targets, log)
+
+    failing, quiet_named, examine = _to_examine(out, got, targets, chosen, terms, settings)
+    if examine:
+        await progress("tool_calls", f"reading pods, events and logs of {len(examine)} workload(s)")
+    details = await asyncio.gather(
+        *(collect_details(tools, log, o, timeout, troubled=o in failing) for o in examine)
+    )
+    follow = FollowUps(tools, log, got, timeout, scope.cluster_wide)
+    await asyncio.gather(*(follow.run(o) for o in examine))
+    for o in examine:
+        controllers.apply(o, controllers.controller_facts(o, got.workloads.get(o.namespace, [])))
+
+    wanted = _wanted_services(services, matched, examine)
+    # A Service reached only through a caller's failing connections (by ClusterIP) is not a finding
+    # of its own: the caller's chain ends there (families/dependency_unreachable.py).
+    await asyncio.gather(*(
+        services_followup.unserved_target_port(follow.ctx, ns, svc)
+        for ns in targets for svc in got.services.get(ns, []) if (ns, str(svc.get("name"))) in wanted
+    ))
+    svc_obs = service_findings(got, targets, wanted, log)
+
+    for o in examine:  # a Deployment whose rollout timed out says so, whatever the question asked
+        _rollout_note(o, got, log)
+
+    await progress("matching", "matching failure signatures")
+    ranked = _rank(out, [*zip(examine, details, strict=True), *((s, None) for s in svc_obs)], quiet_named)
+    out.graph = build_graph(got, log.results)
+    for o in examine:  # calls: a workload → the Service or pod its failing connections target
+        for t in o.net_targets:
+            out.graph.link(Ref.of(o.kind, o.namespace, o.name), Rel.CALLS, Ref.of(t.kind, t.namespace, t.name))
+    for finding, _det in ranked:
+        finding.located = locate(finding.family, finding.obs, finding.variables, out.graph) if finding.match else None
+    for finding, det in ranked:  # evidence ids follow the ranking
+        finding.evidence = _cite(log, finding.obs, det, finding)
+        _cite_change(log, finding)
+        out.findings.append(finding)
+    if plan.asked_nodes:
+        _node_support(out, got, targets, log)
+    return out
+
+
+async def _plan(
+    tools: Toolbox,
+    scope: Scope,
+    terms: QuestionTerms,
+    settings: AgentSettings,
+    log: EvidenceLog,
+    out: ClusterOutcome,
+    alert: AlertTarget | None,
+) -> _Plan | None:
+    """The namespaces and nodes to look at, or None when the question is only about namespaces the
+    caller cannot read."""
     timeout = settings.tool_timeout
     known = sorted(ns for ns in scope.namespaces if ns)
     if scope.cluster_wide and not known:
@@ -100,7 +188,7 @@ async def analyse_cluster(
     if named_ns:
         targets = named_ns
     elif out.access_refused:
-        return out  # the question is only about namespaces the caller cannot read
+        return None
     else:
         # Tenants first, platform namespaces last (they are cut first when there are too many).
         targets = sorted(known, key=lambda ns: (ns in _PLATFORM or ns.startswith("kube-"), ns))
@@ -109,45 +197,64 @@ async def analyse_cluster(
     out.skipped_namespaces = max(0, len(targets) - settings.max_namespaces)
     targets = targets[: settings.max_namespaces]
     out.namespaces = targets
-    follow = None
-    if node_targets:
-        await _node_targets(tools, log, node_targets, scope, out, timeout)
-        if not targets:
-            return out
-    await progress("target", f"looking at {len(targets)} namespace(s) on {cluster}: {', '.join(targets)}")
+    return _Plan(known, targets, node_targets, asked_nodes)
 
-    await progress("collecting", "reading pods, workloads, services and events")
-    got: Collected = await collect_namespaces(tools, log, targets, timeout)
-    observations = got.observations()
 
-    # Which objects does the question (or the alert) name? Pod names stand for their workload.
+async def _resolve(
+    tools: Toolbox,
+    log: EvidenceLog,
+    got: Collected,
+    plan: _Plan,
+    terms: QuestionTerms,
+    alert: AlertTarget | None,
+    observations: dict[tuple[str, str, str], WorkloadObservation],
+    services: set[tuple[str, str]],
+    limit: float,
+) -> tuple[set[tuple[str, str]], list[str], list[str]]:
+    """Which objects the question (or the alert) names: (matched (namespace, name) pairs, words that
+    match nothing, words that match more than one object)."""
+    targets = plan.targets
+    # Pod names stand for their workload.
     pod_owner = {(p.namespace, p.name): p.workload[1] for pods in got.pods.values() for p in pods}
     words = []
     for w in terms.names:
-        if w in known or w in terms.namespace_claims or w in asked_nodes:
+        if w in plan.known or w in terms.namespace_claims or w in plan.asked_nodes:
             continue
         owners = {name for (ns, pod), name in pod_owner.items() if pod == w and ns in targets}
         words.append(next(iter(owners)) if len(owners) == 1 else w)
     pool = [(ns, name) for (ns, _kind, name) in observations]
-    services = {(ns, str(s.get("name"))) for ns in targets for s in got.services.get(ns, [])}
     matched, unmatched, ambiguous = resolve_names(words, [*pool, *sorted(services)])
     if unmatched:
         # A PersistentVolumeClaim stands for the pods that mount it and their workload.
-        for word, claimants in (await _claim_owners(tools, log, got, targets, unmatched, terms, timeout)).items():
+        for word, claimants in (await _claim_owners(tools, log, got, targets, unmatched, terms, limit)).items():
             matched.update(claimants)
             unmatched.remove(word)
     if terms.hosts and (unmatched or ambiguous or not matched):
         # A host name in the question: the Ingress that routes it names the Service behind it.
-        routed = await _ingress_services(tools, log, targets, terms.hosts, timeout)
+        routed = await _ingress_services(tools, log, targets, terms.hosts, limit)
         if routed:
             matched.update(routed)
             ambiguous = [w for w in ambiguous if not any(w in name for _ns, name in routed)]
             unmatched = [w for w in unmatched if not any(w in name for _ns, name in routed)]
     if unmatched and alert is not None:
         # A HorizontalPodAutoscaler stands for the workload it scales.
-        for word, owner in (await _hpa_targets(tools, log, targets, unmatched, timeout)).items():
+        for word, owner in (await _hpa_targets(tools, log, targets, unmatched, limit)).items():
             matched.add(owner)
             unmatched.remove(word)
+    return matched, unmatched, ambiguous
+
+
+def _choose(
+    out: ClusterOutcome,
+    terms: QuestionTerms,
+    observations: dict[tuple[str, str, str], WorkloadObservation],
+    services: set[tuple[str, str]],
+    matched: set[tuple[str, str]],
+    unmatched: list[str],
+    ambiguous: list[str],
+) -> list[WorkloadObservation] | None:
+    """The workloads to judge: those the question names, or every one when it names none. None (with
+    ``out`` saying why) when it names an object that is not there or is one of several."""
     # "the worker" when two workloads are workers: the question means one object, which one is unclear.
     meant = [w for w in ambiguous if terms.names_an_object([w]) or w in terms.referenced]
     if matched:
@@ -157,27 +264,23 @@ async def analyse_cluster(
             view = o.workload
             if kind == "Job" and (ns, name) in matched and view is not None and view.owner_kind == "CronJob":
                 matched.add((ns, view.owner_name))
-        chosen = [o for key, o in observations.items() if (key[0], key[2]) in matched]
-    elif (unmatched or ambiguous) and (terms.names_an_object(unmatched + ambiguous) or meant):
+        return [o for key, o in observations.items() if (key[0], key[2]) in matched]
+    if (unmatched or ambiguous) and (terms.names_an_object(unmatched + ambiguous) or meant):
         out.unresolved = bool(unmatched) and not ambiguous
         out.ambiguous = bool(ambiguous)
         out.unresolved_words = [w for w in unmatched + ambiguous if terms.names_an_object([w]) or w in meant]
-        pool_all = [*pool, *sorted(services)]
+        pool_all = [*((ns, name) for (ns, _kind, name) in observations), *sorted(services)]
         for w in ambiguous:
             out.ambiguous_candidates.extend(
                 f"{kind}/{name}" for (ns, kind, name) in observations if (ns, name) in set(matching(w, pool_all))
             )
         out.ambiguous_candidates = list(dict.fromkeys(out.ambiguous_candidates))
-        return out
-    else:
-        chosen = list(observations.values())
-    for o in chosen:
-        o.named = bool(matched)
-        if alert is not None and o.named:
-            o.alerts.extend(alert.facts)
-    if matched:
-        await progress("target", "found " + ", ".join(sorted(f"{o.kind}/{o.name}" for o in chosen)))
+        return None
+    return list(observations.values())
 
+
+def _namespace_evidence(out: ClusterOutcome, got: Collected, targets: list[str], log: EvidenceLog) -> None:
+    """One evidence item per namespace looked at: how many pods, which are not running and ready."""
     for ns in targets:
         listed = got.results.get(("list_pods", ns))
         if listed is not None and listed.ok:
@@ -190,6 +293,16 @@ async def analyse_cluster(
             )
             out.namespace_evidence.append(eid)
 
+
+def _to_examine(
+    out: ClusterOutcome,
+    got: Collected,
+    targets: list[str],
+    chosen: list[WorkloadObservation],
+    terms: QuestionTerms,
+    settings: AgentSettings,
+) -> tuple[list[WorkloadObservation], list[WorkloadObservation], list[WorkloadObservation]]:
+    """(failing workloads, quiet ones read anyway, the workloads to examine); ``out.healthy`` gets the rest."""
     now = reference_time(
         [p for ns in targets for p in got.pods.get(ns, [])], [e for ns in targets for e in got.events.get(ns, [])]
     )
@@ -208,41 +321,36 @@ async def analyse_cluster(
     examine = failing + quiet_named[: max(0, settings.max_workloads - len(failing))]
     for o in quiet_named:
         o.quiet = True
-    if examine:
-        await progress("tool_calls", f"reading pods, events and logs of {len(examine)} workload(s)")
-    details = await asyncio.gather(
-        *(collect_details(tools, log, o, timeout, troubled=o in failing) for o in examine)
-    )
-    follow = FollowUps(tools, log, got, timeout, scope.cluster_wide)
-    await asyncio.gather(*(follow.run(o) for o in examine))
-    for o in examine:
-        controllers.apply(o, controllers.controller_facts(o, got.workloads.get(o.namespace, [])))
+    return failing, quiet_named, examine
 
-    # Services: those the question names, and those named in the logs of what we examined.
+
+def _wanted_services(
+    services: set[tuple[str, str]], matched: set[tuple[str, str]], examine: list[WorkloadObservation]
+) -> set[tuple[str, str]]:
+    """Services: those the question names, and those named in the logs of what we examined."""
     wanted = {s for s in services if s in matched}
     for o in examine:
         text = " ".join(error_lines("\n".join(o.logs.values()), limit=50))
         for ns, name in services:
             if ns == o.namespace and name != o.name and re.search(rf"(?<![-\w]){re.escape(name)}(?![-\w])", text):
                 wanted.add((ns, name))
-    # A Service reached only through a caller's failing connections (by ClusterIP) is not a finding
-    # of its own: the caller's chain ends there (families/dependency_unreachable.py).
-    await asyncio.gather(*(
-        services_followup.unserved_target_port(follow.ctx, ns, svc)
-        for ns in targets for svc in got.services.get(ns, []) if (ns, str(svc.get("name"))) in wanted
-    ))
-    svc_obs = service_findings(got, targets, wanted, log)
+    return wanted
 
-    for o in examine:  # a Deployment whose rollout timed out says so, whatever the question asked
-        _rollout_note(o, got, log)
 
-    await progress("matching", "matching failure signatures")
+def _rank(
+    out: ClusterOutcome,
+    observed: list[tuple[WorkloadObservation, Details | None]],
+    quiet_named: list[WorkloadObservation],
+) -> list[tuple[Finding, Details | None]]:
+    """A finding per observation with a matching signature, best first. A quiet workload read only
+    for its logs that matches nothing counts as healthy."""
     ranked: list[tuple[Finding, Details | None]] = []
-    for obs, det in [*zip(examine, details, strict=True), *((s, None) for s in svc_obs)]:
+    for obs, det in observed:
         facts = obs.facts()
         matches = calibrate(match_all(facts), facts)
         if obs in quiet_named and not matches:
-            out.healthy.append(obs) if obs not in out.healthy else None
+            if obs not in out.healthy:
+                out.healthy.append(obs)
             continue
         if obs in quiet_named and obs in out.healthy:
             out.healthy.remove(obs)
@@ -251,16 +359,4 @@ async def analyse_cluster(
         finding.variables = _variables(obs, finding.match)
         ranked.append((finding, det))
     ranked.sort(key=lambda fd: -fd[0].score)
-    out.graph = build_graph(got, log.results)
-    for o in examine:  # calls: a workload → the Service or pod its failing connections target
-        for t in o.net_targets:
-            out.graph.link(Ref.of(o.kind, o.namespace, o.name), Rel.CALLS, Ref.of(t.kind, t.namespace, t.name))
-    for finding, _det in ranked:
-        finding.located = locate(finding.family, finding.obs, finding.variables, out.graph) if finding.match else None
-    for finding, det in ranked:  # evidence ids follow the ranking
-        finding.evidence = _cite(log, finding.obs, det, finding)
-        _cite_change(log, finding)
-        out.findings.append(finding)
-    if asked_nodes:
-        _node_support(out, got, targets, log)
-    return out
+    return ranked

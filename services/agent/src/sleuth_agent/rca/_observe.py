@@ -4,6 +4,7 @@ and what follow-ups found, reduced to ``Facts`` the signature matcher reads."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -317,59 +318,69 @@ class Facts:
         f.workload_kind.append(obs.kind)
         if obs.quiet:
             # Past terminations and old events of pods that are fine now are history, not a cause.
-            for (_pod, _container, previous), text in obs.logs.items():
-                if not previous:
-                    f.log.extend(error_lines(text, limit=20))
-                    f.exception.extend(reversed(exception_lines(text)))  # newest first
-            f.alert.extend(obs.alerts)
-            f.derived = {k: list(v) for k, v in obs.derived.items()}
-            return f
-        for pod in obs.unhealthy_pods or obs.pods:
-            f.phase.append(pod.phase)
-            if pod.reason:
-                f.pod_reason.append(pod.reason)
-            if pod.message:
-                f.pod_message.append(pod.message)
-            for ctype, status, reason, message in pod.conditions:
-                if status != "True" and message:
-                    f.condition_message.append(message)
-                if reason and ctype == "PodScheduled" and status != "True":
-                    f.waiting_reason.append(reason)
-            for c in pod.all_containers:
-                f.max_restarts = max(f.max_restarts, c.restart_count)
-                if c.init and c.restart_count and not c.ready:
-                    f.init_failed = True
-                if c.state == "waiting" and c.reason:
-                    f.waiting_reason.append(c.reason)
-                    if c.message:
-                        f.waiting_message.append(c.message)
-                if c.state == "terminated":
-                    if c.reason:
-                        f.termination_reason.append(c.reason)
-                    if c.exit_code is not None:
-                        f.exit_codes.append(c.exit_code)
-                    if c.message:
-                        f.termination_message.append(c.message)
-                if c.last_reason:
-                    f.last_termination_reason.append(c.last_reason)
-                if c.last_message:
-                    f.termination_message.append(c.last_message)
-                if c.last_exit_code is not None:
-                    f.exit_codes.append(c.last_exit_code)
-        for ev in obs.events:
-            if ev.type == "Normal" and ev.reason not in ("BackOff", "Killing", "TaintManagerEviction", "JobAlreadyActive"):
-                continue
-            f.event_reason.append(ev.reason)
-            if ev.message:
-                f.event_message.append(ev.message)
-        if obs.workload is not None:
-            for ctype, status, reason, message in obs.workload.conditions:
-                f.workload_condition.append(f"{ctype}={status} {reason}: {message}")
-            if obs.workload.paused:
-                f.workload_condition.append("Paused=True DeploymentPaused: the Deployment is paused")
-        for (_pod, _container, _previous), text in sorted(obs.logs.items(), key=lambda kv: not kv[0][2]):
-            f.log.extend(error_lines(text, limit=20))
-            f.exception.extend(reversed(exception_lines(text)))  # newest first
+            f._add_logs(text for (_pod, _container, previous), text in obs.logs.items() if not previous)
+        else:
+            for pod in obs.unhealthy_pods or obs.pods:
+                f._add_pod(pod)
+            f._add_events(obs.events)
+            if obs.workload is not None:
+                f._add_workload(obs.workload)
+            f._add_logs(text for _key, text in sorted(obs.logs.items(), key=lambda kv: not kv[0][2]))
         f.alert.extend(obs.alerts)
         f.derived = {k: list(v) for k, v in obs.derived.items()}
         return f
+
+    def _add_pod(self, pod: PodView) -> None:
+        self.phase.append(pod.phase)
+        if pod.reason:
+            self.pod_reason.append(pod.reason)
+        if pod.message:
+            self.pod_message.append(pod.message)
+        for ctype, status, reason, message in pod.conditions:
+            if status != "True" and message:
+                self.condition_message.append(message)
+            if reason and ctype == "PodScheduled" and status != "True":
+                self.waiting_reason.append(reason)
+        for c in pod.all_containers:
+            self._add_container(c)
+
+    def _add_container(self, c: ContainerView) -> None:
+        self.max_restarts = max(self.max_restarts, c.restart_count)
+        if c.init and c.restart_count and not c.ready:
+            self.init_failed = True
+        if c.state == "waiting" and c.reason:
+            self.waiting_reason.append(c.reason)
+            if c.message:
+                self.waiting_message.append(c.message)
+        if c.state == "terminated":
+            if c.reason:
+                self.termination_reason.append(c.reason)
+            if c.exit_code is not None:
+                self.exit_codes.append(c.exit_code)
+            if c.message:
+                self.termination_message.append(c.message)
+        if c.last_reason:
+            self.last_termination_reason.append(c.last_reason)
+        if c.last_message:
+            self.termination_message.append(c.last_message)
+        if c.last_exit_code is not None:
+            self.exit_codes.append(c.last_exit_code)
+
+    def _add_events(self, events: list[EventView]) -> None:
+        for ev in events:
+            if ev.type == "Normal" and ev.reason not in ("BackOff", "Killing", "TaintManagerEviction", "JobAlreadyActive"):
+                continue
+            self.event_reason.append(ev.reason)
+            if ev.message:
+                self.event_message.append(ev.message)
+
+    def _add_workload(self, workload: WorkloadView) -> None:
+        for ctype, status, reason, message in workload.conditions:
+            self.workload_condition.append(f"{ctype}={status} {reason}: {message}")
+        if workload.paused:
+            self.workload_condition.append("Paused=True DeploymentPaused: the Deployment is paused")
+
+    def _add_logs(self, texts: Iterable[str]) -> None:
+        for text in texts:
+            self.log.extend(error_lines(text, limit=20))
+            self.exception.extend(reversed(exception_lines(text)))  # newest first
