@@ -46,7 +46,7 @@ test: install test-tools ## Run the whole test suite (real nats-server, Valkey, 
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist $(TEST_DIST)
 
 test-fast: install ## Unit tests only (no processes)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not connected and not e2e and not browser"
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist $(TEST_DIST) -m "not connected and not e2e and not browser"
 
 lint: install ## ruff, import-linter and mypy
 	$(VENV)/bin/ruff check .
