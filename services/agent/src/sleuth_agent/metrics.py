@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from sleuth_common.bus import handler_crashes
 from sleuth_common.health import Readiness, alive
 from sleuth_common.llm import LlmObserver
 from sleuth_common.mcp import ToolErrorKind, ToolResult, error_kind
@@ -75,13 +76,7 @@ class Metrics:
             ["cluster", "server", "outcome"],
             registry=self.registry,
         )
-        self.crashes = Counter(
-            "sleuth_handler_crashes",
-            "Messages whose handler raised unexpectedly (logged with its traceback), by service and handler",
-            ["service", "handler"],
-            registry=self.registry,
-        )
-        self.crashes.labels("agent", "job")
+        self.crashes = handler_crashes(self.registry, "agent", "job")
         self.authz_unavailable = Counter(
             "sleuth_agent_authz_unavailable",
             "Jobs answered \"authorization is unavailable\": authz-cache did not answer the scope request",

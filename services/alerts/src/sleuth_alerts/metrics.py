@@ -7,6 +7,7 @@ from typing import get_args
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from sleuth_alerts.triage import Disposition
+from sleuth_common.bus import handler_crashes
 
 __all__ = ["Metrics"]
 
@@ -52,14 +53,7 @@ class Metrics:
             buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300),
         )
 
-        self.crashes = Counter(
-            "sleuth_handler_crashes",
-            "Messages or requests whose handler raised unexpectedly (logged with its traceback), by "
-            "service and handler",
-            ["service", "handler"],
-            registry=self.registry,
-        )
-        self.crashes.labels("alerts", "webhook")
+        self.crashes = handler_crashes(self.registry, "alerts", "webhook")
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

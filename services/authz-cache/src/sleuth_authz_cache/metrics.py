@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from sleuth_common.bus import handler_crashes
+
 __all__ = ["Metrics"]
 
 
@@ -56,11 +58,4 @@ class Metrics:
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=r,
         )
-        self.crashes = Counter(
-            "sleuth_handler_crashes",
-            "Messages or requests whose handler raised unexpectedly (logged with its traceback), by "
-            "service and handler",
-            ["service", "handler"],
-            registry=r,
-        )
-        self.crashes.labels("authz-cache", "scope")
+        self.crashes = handler_crashes(r, "authz-cache", "scope")

@@ -6,6 +6,7 @@ from typing import Literal, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
+from sleuth_common.bus import handler_crashes
 from sleuth_common.jobs_queue import JobsQueueGauges
 from sleuth_common.messages.jobs import ResultStatus
 
@@ -15,11 +16,12 @@ Surface = Literal["api", "mcp", "mattermost", "web"]
 """Where a question or message came in: ``POST /v1/query``, the MCP tool ``ask``, a Mattermost
 post, a web-chat channel post."""
 SURFACES: tuple[Surface, ...] = get_args(Surface)
-MessageOutcome = Literal["answered", "denied", "agent_error", "timeout", "rate_limited", "ignored"]
+MessageOutcome = Literal["answered", "denied", "agent_error", "timeout", "rate_limited", "busy", "ignored"]
 """``answered`` (the agent's answer delivered), ``denied`` (refused: the agent's identity check, an
 unmapped chat account, a refused identity, a channel whose readers cannot be checked),
 ``agent_error`` (the agent answered with an error), ``timeout`` (no answer by the deadline),
-``rate_limited`` (a per-user limit), ``ignored`` (a chat post not for the bot)."""
+``rate_limited`` (a per-user limit), ``busy`` (refused: the JOBS queue is over
+``gateway.max_queue_depth`` or ``max_queue_wait``), ``ignored`` (a chat post not for the bot)."""
 MESSAGE_OUTCOMES: tuple[MessageOutcome, ...] = get_args(MessageOutcome)
 _OUTCOME_OF_STATUS: dict[ResultStatus, MessageOutcome] = {
     "diagnosed": "answered", "healthy": "answered", "insufficient_evidence": "answered",
@@ -58,7 +60,8 @@ class Metrics:
 
         self.mcp_tool_calls = Counter(
             "sleuth_gateway_mcp_tool_calls",
-            "MCP tool calls at /mcp by tool and outcome: ok, limited (a per-user limit: 429), "
+            "MCP tool calls at /mcp by tool and outcome: ok, limited (a per-user limit: 429), busy (the "
+            "agents' queue is full: 503), "
             "timeout (the investigation did not finish in time), error (anything else the caller "
             "was told), hidden (a tool not offered to the caller).",
             ["tool", "outcome"],
@@ -77,7 +80,7 @@ class Metrics:
         self.mattermost_posts = Counter(
             "sleuth_gateway_mattermost_posts",
             "Mattermost posts answered, by outcome: answered, withheld (a reader joined while it ran), "
-            "command, timeout, limited, too_long, "
+            "command, timeout, limited, busy (the agents' queue is full), too_long, "
             "unmapped (no Kubernetes identity), readers (a channel the bot cannot answer in), "
             "refused, unavailable, error.",
             ["outcome"],
@@ -98,23 +101,21 @@ class Metrics:
         self.messages = Counter(
             "sleuth_gateway_messages",
             "Questions and chat messages by surface (api, mcp, mattermost, web) and outcome (answered, "
-            "denied, agent_error, timeout, rate_limited, ignored); commands are not counted",
+            "denied, agent_error, timeout, rate_limited, busy, ignored); commands are not counted",
             ["surface", "outcome"],
             registry=self.registry,
         )
         for surface in SURFACES:
             for outcome in MESSAGE_OUTCOMES:
                 self.messages.labels(surface, outcome)
-        self.crashes = Counter(
-            "sleuth_handler_crashes",
-            "Messages or requests whose handler raised unexpectedly (logged with its traceback), by "
-            "service and handler (http, mattermost_post)",
-            ["service", "handler"],
+        self.crashes = handler_crashes(self.registry, "gateway", "http", "mattermost_post")
+        self.jobs_queue = JobsQueueGauges(self.registry)
+        self.queue_unchecked = Counter(
+            "sleuth_gateway_queue_unchecked",
+            "Questions accepted without the backpressure check because the JOBS queue could not be "
+            "read (NATS down, no agent consumer yet): the gateway fails open",
             registry=self.registry,
         )
-        for handler in ("http", "mattermost_post"):
-            self.crashes.labels("gateway", handler)
-        self.jobs_queue = JobsQueueGauges(self.registry)
 
     def message(self, surface: Surface, outcome: MessageOutcome) -> None:
         self.messages.labels(surface, outcome).inc()

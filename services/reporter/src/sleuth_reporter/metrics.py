@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from sleuth_common.bus import handler_crashes
 from sleuth_common.health import Readiness, alive
 from sleuth_common.messages import SEVERITIES
 
@@ -60,13 +61,7 @@ class Metrics:
             registry=self.registry,
             buckets=(0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300),
         )
-        self.crashes = Counter(
-            "sleuth_handler_crashes",
-            "Messages or requests whose handler raised unexpectedly (logged with its traceback), by "
-            "service and handler",
-            ["service", "handler"],
-            registry=self.registry,
-        )
+        self.crashes = handler_crashes(self.registry, "reporter")
 
     def count_findings(self, by: dict[tuple[str, str], int]) -> None:
         for (rule, severity), n in by.items():

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from sleuth_common.bus import handler_crashes
 from sleuth_common.health import Readiness, alive
 
 __all__ = ["OUTCOMES", "HealthServer", "Metrics", "health_app"]
@@ -51,13 +52,7 @@ class Metrics:
                                 "Schedules disabled after max_failures failed runs in a row", registry=self.registry)
         self.commands = Counter("sleuth_scheduler_commands", "Schedule commands answered, by op and ok",
                                 ["op", "ok"], registry=self.registry)
-        self.crashes = Counter(
-            "sleuth_handler_crashes",
-            "Messages or requests whose handler raised unexpectedly (logged with its traceback), by "
-            "service and handler",
-            ["service", "handler"],
-            registry=self.registry,
-        )
+        self.crashes = handler_crashes(self.registry, "scheduler")
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -22,7 +22,7 @@ busy workers and 8 messages: 3 ack-pending after 1 s.
 
 from sleuth_common.bus._client import read_reply, request
 from sleuth_common.bus._errors import BusError, PermanentBusError, Reason, TemporaryBusError
-from sleuth_common.bus._responder import ErrorReplies, error_replies, error_reply
+from sleuth_common.bus._responder import ErrorReplies, error_replies, error_reply, handler_crashes
 
 __all__ = [
     "BusError",
@@ -32,6 +32,7 @@ __all__ = [
     "TemporaryBusError",
     "error_replies",
     "error_reply",
+    "handler_crashes",
     "read_reply",
     "request",
 ]

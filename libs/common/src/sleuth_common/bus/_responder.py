@@ -25,12 +25,27 @@ from typing import TYPE_CHECKING, Any
 
 from faststream import Response
 from faststream.middlewares import BaseMiddleware
-from prometheus_client import Counter
+from prometheus_client import CollectorRegistry, Counter
 from pydantic import ValidationError
 
 from sleuth_common.bus._errors import PermanentBusError, TemporaryBusError
 from sleuth_common.messages.errors import ERROR_HEADER, BusErrorReply, ErrorKind
 from sleuth_common.redact import redact_text
+
+
+def handler_crashes(registry: CollectorRegistry, service: str, *handlers: str) -> Counter:
+    """Every service's ``sleuth_handler_crashes{service,handler}``: messages or requests whose
+    handler raised unexpectedly (logged with its traceback). ``handlers`` are pre-created at 0 so
+    a rule sees the series before the first crash."""
+    crashes = Counter(
+        "sleuth_handler_crashes",
+        "Messages or requests whose handler raised unexpectedly (logged with its traceback), by service and handler",
+        ["service", "handler"],
+        registry=registry,
+    )
+    for handler in handlers:
+        crashes.labels(service, handler)
+    return crashes
 
 if TYPE_CHECKING:
     from faststream._internal.context.repository import ContextRepo
