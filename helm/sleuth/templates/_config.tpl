@@ -82,6 +82,8 @@ gateway:
     - {{ . | quote }}
     {{- end }}
   trusted_proxies: {{ .Values.gateway.trustedProxies | toJson }}
+  max_queue_depth: {{ .Values.gateway.maxQueueDepth }}
+  max_queue_wait: {{ .Values.gateway.maxQueueWait }}
   # Sleuth's own service accounts may not use chat or the API.
   refused_identities:
     {{- range include "sleuth.components" . | fromJsonArray }}

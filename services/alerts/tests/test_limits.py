@@ -34,6 +34,7 @@ async def test_alerts_over_the_request_and_window_caps_are_counted_not_stored(st
             "accepted": 5,
             "dropped": 2,
             "duplicate": False,
+            "request_id": r.headers["x-request-id"],
         }
         assert (await s.post("team-a", numbered("web", 5, "g2"))).json()["dropped"] == 0
         assert (await s.post("team-a", numbered("db", 5, "g3"))).status_code == 200

@@ -44,6 +44,7 @@ async def test_webhook_refuses_what_it_cannot_store_safely(start_alerts):
             "accepted": 1,
             "dropped": 0,
             "duplicate": False,
+            "request_id": r.headers["x-request-id"],
         }
         # Alertmanager retrying the same notification is stored once.
         assert (await s.post("team-a", payload(alert()))).json()["duplicate"] is True

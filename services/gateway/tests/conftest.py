@@ -19,6 +19,7 @@ import uvicorn
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js.api import AckPolicy
 
 from sleuth.embedded import NatsServer, ValkeyServer, free_port
 from sleuth_common.messages import (
@@ -241,6 +242,26 @@ class Stack:
                     if data:
                         events.append((name, json.loads(data)))
         return events
+
+
+async def pile_up(nc: NatsClient, subjects: Subjects, agent: FakeAgent, jobs: int) -> None:
+    """Stop ``agent`` and leave ``jobs`` jobs in JOBS that nobody takes: its durable consumer made
+    anew (as a stuck agent's would be), so no pull request of the stopped one can take a job."""
+    await agent.stop()
+    js = nc.jetstream()
+    await js.delete_consumer(subjects.stream_jobs, subjects.agent_durable)
+    await js.add_consumer(subjects.stream_jobs, durable_name=subjects.agent_durable,
+                          filter_subject=subjects.jobs_investigate, ack_policy=AckPolicy.EXPLICIT)
+    for _ in range(jobs):
+        await js.publish(subjects.jobs_investigate, b"{}")
+
+
+async def seen_by_gateway(gw: Any, pending: int) -> None:
+    """Wait until ``gw`` reads ``pending`` jobs waiting (a reading can fail on a loaded machine)."""
+    gw.metrics.jobs_queue.min_interval = 0.0
+    async with asyncio.timeout(10):
+        while (state := await gw.jobs_queue()) is None or state.pending != pending:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
 
 
 def make_settings(nats_url: str, redis_url: str, *, redis_timeout: float = 0.5, authz_timeout: float = 1.0,

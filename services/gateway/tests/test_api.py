@@ -283,7 +283,12 @@ async def test_health_and_web_page(start_stack):
         ):
             assert f'id="{element_id}"' in page.text
         assert "http://" not in page.text and "https://" not in page.text  # nothing from a CDN
-        assert "script-src 'sha256-" in page.headers["content-security-policy"]
+        assert "script-src 'self'" in page.headers["content-security-policy"]
+        for name, kind in (("app.js", "text/javascript"), ("app.css", "text/css")):
+            asset = await s.client.get(f"/static/{name}")
+            assert asset.status_code == 200 and asset.headers["content-type"].startswith(kind)
+            assert "http://" not in asset.text and "https://" not in asset.text
+        assert (await s.client.get("/static/index.html")).status_code == 404
 
 
 async def test_nats_restart_the_next_question_works(start_stack, nats_server):

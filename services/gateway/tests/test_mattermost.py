@@ -27,7 +27,17 @@ from sleuth_gateway import create_app
 from sleuth_gateway.mattermost import MattermostAdapter
 from tests.fakes.mattermost import Channel, FakeMattermost, User
 
-from .conftest import PREFIX, Behaviour, FakeAgent, FakeAuthz, answer_with_progress, make_settings, serve
+from .conftest import (
+    PREFIX,
+    Behaviour,
+    FakeAgent,
+    FakeAuthz,
+    answer_with_progress,
+    make_settings,
+    pile_up,
+    seen_by_gateway,
+    serve,
+)
 
 pytestmark = pytest.mark.connected
 
@@ -535,3 +545,21 @@ async def test_alert_answers_are_posted_once_threaded_per_cluster(start_bot: Any
         notice = await world.mm.wait_for_async(lambda: next(
             (p for p in world.mm.posts_in(world.shared) if "withheld" in p["message"]), None))
         assert "@mallory" in notice["message"] and "team-a secrets" not in json.dumps(world.mm.posts_in(world.shared))
+
+
+async def test_a_question_while_the_agents_are_swamped_is_told_to_come_back(start_bot: Any, world: World) -> None:
+    async with start_bot(gateway={"max_queue_depth": 1, "busy_retry_after": 12}) as bot:
+        await pile_up(bot.nc, bot.subjects, bot.agent, 2)
+        js = bot.nc.jetstream()
+        await seen_by_gateway(bot.replicas[0].app.state.gateway, 2)
+        dm = world.mm.dm_channel(world.alice, world.bot)
+        question = world.mm.post_as(world.alice, dm, "why is api crashing?")
+        [reply] = await bot.answered(question)
+        assert reply["message"] == "Sorry: Sleuth is busy with other questions; try again in 12 s."
+        assert (await js.stream_info(bot.subjects.stream_jobs)).state.messages == 2  # nothing submitted
+        # Commands still answer.
+        [helped] = await bot.answered(world.mm.post_as(world.alice, dm, "help"))
+        assert "Sleuth is busy" not in helped["message"]
+        metrics = (await bot.replicas[0].client.get("/metrics")).text
+        assert 'sleuth_gateway_mattermost_posts_total{outcome="busy"} 1.0' in metrics
+        assert 'sleuth_gateway_messages_total{outcome="busy",surface="mattermost"} 1.0' in metrics

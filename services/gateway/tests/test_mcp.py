@@ -186,7 +186,12 @@ async def test_missing_bad_and_service_tokens_are_refused_before_mcp(start_stack
         # The API's body limits and methods apply.
         big = {**hello, "params": {"pad": "x" * 70_000}}
         assert (await s.client.post("/mcp", json=big, headers=auth("t-alice"))).status_code == 413
-        assert (await s.client.post("/mcp", content=b"[1, 2]", headers=auth("t-alice"))).status_code == 400
+        as_json = {**auth("t-alice"), "Content-Type": "application/json"}
+        assert (await s.client.post("/mcp", content=b"[1, 2]", headers=as_json)).status_code == 400
+        assert (await s.client.post("/mcp", content=b"[1, 2]", headers=auth("t-alice"))).status_code == 415
+        not_rpc = await s.client.post("/mcp", content=b'{"": []}', headers=as_json)
+        assert not_rpc.status_code == 400 and "\n" not in not_rpc.json()["error"]
+        assert "JSON-RPC" in not_rpc.json()["error"]
         resp = await s.client.get("/mcp", headers=auth("t-alice"))
         assert resp.status_code == 405 and resp.headers["allow"] == "POST"
         rebound = await s.client.post("/mcp", json=hello, headers={**auth("t-alice"), "Host": "evil.example"})

@@ -263,3 +263,61 @@ async def test_healthz_readyz_and_metrics(kube_mcp, mcp_call):
     text: Any = metrics.text
     assert 'sleuth_kube_mcp_tool_calls_total{outcome="api_403",tool="list_pods"}' in text
     assert 'sleuth_kube_mcp_api_responses_total{code="403"}' in text
+
+
+def test_slow_and_malformed_heads_are_cut_off_while_others_are_served(sim):
+    """Against a real socket: a head trickled a byte at a time gets 408 and is closed within
+    ``header_timeout``, a silent connection is closed, a malformed head gets a JSON 400; a normal
+    request is served meanwhile."""
+    import socket
+    import threading
+    import time
+
+    from sleuth_kube_mcp import Settings, serve_in_thread
+
+    settings = Settings.model_validate(
+        {"kube_mcp": {"kubeconfig": str(sim.kubeconfig("carol")), "port": 0, "cluster_name": "demo",
+                      "require_identity": False, "header_timeout": 1.0},
+         "identity": {"verify_key_files": [], "verify_keys_env": ""}}
+    )
+    results: dict[str, tuple[float, bytes]] = {}
+
+    def client(name: str, data: bytes, gap: float) -> None:
+        t0, got = time.monotonic(), b""
+        with socket.create_connection(("127.0.0.1", handle.port), timeout=10) as sock:
+            sock.settimeout(gap or 10)
+            for i in range(0, len(data), 1 if gap else len(data) or 1):
+                try:
+                    sock.sendall(data[i : i + (1 if gap else len(data))])
+                    got += sock.recv(4096)
+                    break
+                except TimeoutError:
+                    continue
+                except OSError:
+                    break
+            try:
+                while chunk := sock.recv(4096):
+                    got += chunk
+            except OSError:
+                pass
+        results[name] = (time.monotonic() - t0, got)
+
+    with serve_in_thread(settings) as handle:
+        head = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 100 + b"\r\n\r\n"
+        threads = [
+            threading.Thread(target=client, args=("slow", head, 0.1)),
+            threading.Thread(target=client, args=("silent", b"", 0)),
+            threading.Thread(target=client, args=("malformed", b"GET / HTTP/1.1\r\nno colon\r\n\r\n", 0)),
+        ]
+        for t in threads:
+            t.start()
+        time.sleep(0.2)
+        assert httpx.get(handle.base_url + "/healthz", timeout=5).status_code == 200
+        for t in threads:
+            t.join(15)
+    slow_s, slow = results["slow"]
+    assert slow.startswith(b"HTTP/1.1 408") and b'"request_id"' in slow and slow_s < 6, results["slow"]
+    assert results["silent"][1] == b"" and results["silent"][0] < 6
+    malformed = results["malformed"][1]
+    assert malformed.startswith(b"HTTP/1.1 400") and b'"error"' in malformed, malformed
+    assert b"x-content-type-options: nosniff" in malformed

@@ -3,7 +3,12 @@
 A service that serves ``/metrics`` (the gateway) calls ``refresh`` before rendering: one stream
 info and one consumer info request, at most every ``min_interval`` seconds. Because JOBS keeps
 a job until an agent acks it (work-queue retention), the stream's first message is the oldest
-job not yet answered: its age is the queue's lag.
+job not yet answered: its age is the queue's lag. The oldest job no agent took yet is the one
+after the consumer's last delivered sequence: its age is how long a new question would wait.
+
+The last reading is kept as ``state`` for the gateway's backpressure (sleuth_gateway.asking),
+so a question never costs a JetStream request of its own: at most one reading per
+``min_interval`` seconds, whoever asks.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,9 +27,21 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from sleuth_common.subjects import Subjects
 
-__all__ = ["JobsQueueGauges"]
+__all__ = ["JobsQueueGauges", "JobsQueueState"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JobsQueueState:
+    """The JOBS queue at one reading."""
+
+    pending: int
+    """Jobs not yet handed to an agent."""
+    pending_oldest: float
+    """Seconds the oldest of them has waited (0 when none waits)."""
+    read_at: float
+    """``time.monotonic()`` of the reading."""
 
 
 class JobsQueueGauges:
@@ -35,6 +53,8 @@ class JobsQueueGauges:
         self.min_interval = min_interval
         self._last = float("-inf")
         self._lock = asyncio.Lock()
+        self.state: JobsQueueState | None = None
+        """The last reading; ``None`` when the last attempt could not read the queue (or none was made)."""
         self.up = Gauge(
             "sleuth_jobs_consumer_up",
             "1 when the agents' durable consumer of the JOBS stream could be read at the last scrape, "
@@ -60,6 +80,12 @@ class JobsQueueGauges:
             "Age of the oldest job not yet acked (0 when the queue is empty): the queue's lag",
             registry=registry,
         )
+        self.pending_oldest = Gauge(
+            "sleuth_jobs_pending_oldest_seconds",
+            "Seconds the oldest job not yet handed to an agent has waited (0 when none waits): how long "
+            "a new question waits before an agent starts on it",
+            registry=registry,
+        )
 
     async def refresh(self, nc: Any, subjects: Subjects) -> None:
         """Read the queue (``nc``: a connected nats-py client, or ``None``: not connected)."""
@@ -69,24 +95,27 @@ class JobsQueueGauges:
                 return
             self._last = now
             consumer: ConsumerInfo | None = None
+            self.state = None
             if nc is None or not getattr(nc, "is_connected", False):
                 self.up.set(0)
                 return
             js = nc.jsm(timeout=self.timeout)
+            oldest = waited = 0.0
             try:
                 stream = await js.stream_info(subjects.stream_jobs)
                 consumer = await js.consumer_info(subjects.stream_jobs, subjects.agent_durable)
-                oldest = 0.0
                 if stream.state.messages:
                     first = await js.get_msg(subjects.stream_jobs, seq=stream.state.first_seq)
                     oldest = _age(first.time)
+                if consumer.num_pending:
+                    waited = await _pending_oldest(js, subjects, consumer)
             except NotFoundError:
                 if consumer is None:  # no stream or no consumer: no agent ever pulled
                     self.up.set(0)
                     return
-                oldest = 0.0  # the oldest job was acked in between: the queue just moved
+                # else: the job looked up was taken or acked in between (the queue just moved)
             except (NatsError, TimeoutError) as exc:
-                log.info("JOBS queue not readable for metrics: %s", type(exc).__name__)
+                log.info("JOBS queue not readable (metrics, backpressure): %s", type(exc).__name__)
                 self.up.set(0)
                 return
             self.up.set(1)
@@ -95,6 +124,16 @@ class JobsQueueGauges:
             self.waiting_pulls.set(consumer.num_waiting or 0)
             self.redelivered.set(consumer.num_redelivered or 0)
             self.oldest.set(oldest)
+            self.pending_oldest.set(waited)
+            self.state = JobsQueueState(consumer.num_pending or 0, waited, now)
+
+
+async def _pending_oldest(js: Any, subjects: Subjects, consumer: ConsumerInfo) -> float:
+    """Age of the first job after the last one delivered to an agent (the next to be taken)."""
+    delivered = consumer.delivered.stream_seq if consumer.delivered is not None else 0
+    first = await js.get_msg(subjects.stream_jobs, seq=(delivered or 0) + 1, subject=subjects.jobs_investigate,
+                             next=True)
+    return _age(first.time)
 
 
 def _age(at: datetime | None) -> float:

@@ -28,6 +28,7 @@ from sleuth_alerts.webhook import WebhookServer, webhook_app
 from sleuth_common.audit import AuditLog
 from sleuth_common.connect import nats_broker, redis_client
 from sleuth_common.health import Dependencies, Readiness, until_up
+from sleuth_common.httpserver import uvicorn_limits
 from sleuth_common.messages import web_channel
 from sleuth_common.subjects import Subjects
 from sleuth_common.tracing import traced_asgi
@@ -116,6 +117,7 @@ class Alerts:
                 log_config=None,
                 access_log=False,
                 lifespan="off",
+                **uvicorn_limits(header_timeout=cfg.header_timeout, max_connections=cfg.max_connections),
             )
             self._http = WebhookServer(config)
             self._http_task = asyncio.create_task(self._http.serve())

@@ -82,6 +82,13 @@ class AlertsSettings(_Group):
     max_json_depth: int = 32
     """Deepest nesting of arrays and objects accepted in a body; deeper gets 400 (Alertmanager's
     payload is 4 levels deep)."""
+    body_timeout: float = 15.0
+    """Seconds a client has to send a webhook body; then it gets 408 (a slow client holds nothing)."""
+    header_timeout: float = 10.0
+    """Seconds a client has to send a request head once it started it, or after connecting; then
+    it gets 408 and the connection is closed (slow-header clients)."""
+    max_connections: int = 200
+    """Open connections the webhook takes at once; beyond that new requests get 503 at once."""
     max_alerts_per_request: int = 200
     """Alerts taken from one notification, in order; the rest are counted (in the webhook's answer,
     the metrics and the channel post), not stored."""

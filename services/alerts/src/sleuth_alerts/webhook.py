@@ -10,9 +10,12 @@ an INFO log line naming the reason, never the payload.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import logging
+import re
+import uuid
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
 
@@ -21,9 +24,12 @@ from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sleuth_alerts.batcher import ENCODING_HEADER, ROUTE_HEADER
 from sleuth_alerts.guard import HostCheck, bearer_matches, is_json, origin_allowed
@@ -40,12 +46,76 @@ __all__ = ["WebhookServer", "webhook_app"]
 log = logging.getLogger(__name__)
 
 
+_SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_SECURITY_HEADERS = (
+    (b"cache-control", b"no-store"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
+)
+
+
+class _RequestIds:
+    """Every request gets an id (a caller's ``X-Request-Id`` when it looks like one), returned in
+    ``X-Request-Id`` with the security headers on every response; errors carry it in their body."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        incoming = dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1")
+        request_id = incoming if _SAFE_ID.match(incoming) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        names = {name for name, _ in _SECURITY_HEADERS} | {b"x-request-id"}
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", []) if h[0].lower() not in names]
+                headers += [*_SECURITY_HEADERS, (b"x-request-id", request_id.encode())]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _rid(request: Request) -> str:
+    return str(getattr(request.state, "request_id", ""))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return JSONResponse({"error": exc.detail, "request_id": _rid(request)}, status_code=exc.status_code,
+                        headers=dict(exc.headers or {}))
+
+
 class _Refused(Exception):
     def __init__(self, status: int, reason: str, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
         self.message = message
+
+
+async def _read_body(request: Request, limit: int, within: float) -> bytes:
+    """The body, refused past ``limit`` bytes (413) or ``within`` seconds (408)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _Refused(413, "too_large", f"the payload is larger than the limit of {limit} bytes")
+    chunks, size = [], 0
+    try:
+        async with asyncio.timeout(within):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise _Refused(413, "too_large", f"the payload is larger than the limit of {limit} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise _Refused(408, "timeout", f"the body did not arrive within {within:g}s") from None
+    return b"".join(chunks)
 
 
 def webhook_app(
@@ -78,17 +148,6 @@ def webhook_app(
             raise _Refused(415, "content_type", "the body must be application/json (Alertmanager's webhook)")
         return route
 
-    async def read_body(request: Request) -> bytes:
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise _Refused(413, "too_large", f"the payload is larger than the limit of {limit} bytes")
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise _Refused(413, "too_large", f"the payload is larger than the limit of {limit} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
 
     async def receive(request: Request) -> Response:
         name = request.path_params["route"]
@@ -97,7 +156,7 @@ def webhook_app(
         code = 500
         try:
             route = check_headers(request, route, name)
-            body = await read_body(request)
+            body = await _read_body(request, limit, cfg.body_timeout)
             try:
                 payload = parse_payload(body, max_depth=cfg.max_json_depth)
             except PayloadError as exc:
@@ -141,6 +200,7 @@ def webhook_app(
                     "accepted": accepted,
                     "dropped": len(payload.alerts) - accepted,
                     "duplicate": bool(ack.duplicate),
+                    "request_id": _rid(request),
                 }
             )
         except _Refused as exc:
@@ -160,12 +220,19 @@ def webhook_app(
                 client,
                 extra={"route": label, "reason": exc.reason, "status": exc.status},
             )
-            challenge = {"WWW-Authenticate": 'Bearer realm="sleuth-alerts"'} if exc.status == 401 else None
-            return JSONResponse({"error": exc.message}, status_code=exc.status, headers=challenge)
+            headers = {"WWW-Authenticate": 'Bearer realm="sleuth-alerts"'} if exc.status == 401 else {}
+            if exc.status in (408, 413):
+                headers["Connection"] = "close"  # the rest of the body is not waited for
+            return JSONResponse(
+                {"error": exc.message, "request_id": _rid(request)}, status_code=exc.status, headers=headers
+            )
         except Exception:  # the process edge: log with the traceback, answer one line
             metrics.crashes.labels("alerts", "webhook").inc()
             log.exception("webhook on route %s failed", label)
-            return JSONResponse({"error": "internal error; see the alerts service's log"}, status_code=500)
+            return JSONResponse(
+                {"error": "internal error; see the alerts service's log", "request_id": _rid(request)},
+                status_code=500,
+            )
         finally:
             metrics.webhook.labels(label, str(code)).inc()
 
@@ -185,7 +252,9 @@ def webhook_app(
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
-        ]
+        ],
+        middleware=[Middleware(_RequestIds)],
+        exception_handlers={HTTPException: _http_error},
     )
 
 

@@ -12,11 +12,11 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from sleuth_gateway import asking, channel_api, handlers, web
+from sleuth_gateway import asking, channel_api, handlers, openapi, web
 from sleuth_gateway.errors import ApiError
 from sleuth_gateway.mattermost import MATTERMOST_PREFIX, MattermostAdapter
 from sleuth_gateway.mcp_server import McpEndpoint
-from sleuth_gateway.middleware import HostCheckMiddleware, RequestContextMiddleware
+from sleuth_gateway.middleware import CorsMiddleware, HostCheckMiddleware, RequestContextMiddleware
 from sleuth_gateway.runtime import Gateway
 from sleuth_gateway.settings import Settings
 
@@ -66,6 +66,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     routes = [
         Route("/", web.index, methods=["GET"]),
+        Route("/static/{name}", web.static, methods=["GET"]),
+        Route("/openapi.json", openapi.document, methods=["GET"]),
         Route("/v1/whoami", handlers.whoami, methods=["GET"]),
         Route("/v1/query", handlers.query, methods=["POST"]),
         Route("/v1/conversation", handlers.conversation, methods=["GET"]),
@@ -87,6 +89,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             metrics=gateway.metrics,
             exempt=("/healthz", "/readyz", "/metrics"),
         ),
+        Middleware(CorsMiddleware, origins=settings.gateway.cors_allowed_origins, metrics=gateway.metrics),
     ]
     app = Starlette(
         routes=routes,

@@ -2,13 +2,16 @@
 ``ask`` share, so both admit, submit, remember and count a question the same way.
 
 1. ``check_question`` — not empty, within ``gateway.question_limit`` (400 / 413).
-2. ``admit`` — one token from the person's question bucket and one of their in-flight slots
+2. ``check_capacity`` — the agents' queue (JOBS) within ``gateway.max_queue_depth`` and
+   ``max_queue_wait``, else 503 "Sleuth is busy" with Retry-After: a new question is not taken
+   when it could not be answered in time. Commands and retries of an accepted question skip it.
+3. ``admit`` — one token from the person's question bucket and one of their in-flight slots
    (429 with Retry-After); the caller gives the slot back with ``gw.inflight.release`` when its
    answer is delivered (or its client went away).
-3. ``submit`` — a fresh signed identity for the job (authz-cache, never the token itself), the
+4. ``submit`` — a fresh signed identity for the job (authz-cache, never the token itself), the
    ``InvestigationJob`` on JetStream, the job's progress and result subjects subscribed first,
    the question in the person's conversation.
-4. ``wait`` — progress to a callback (and ``None`` after ``heartbeat`` quiet seconds), then
+5. ``wait`` — progress to a callback (and ``None`` after ``heartbeat`` quiet seconds), then
    ``finish``: the answer in the conversation (once per job), the latency metric, the payload
    both surfaces return. A deadline passed is ``finish_timeout`` and ``JobTimeout`` (504).
 
@@ -37,6 +40,7 @@ from sleuth_gateway.conversation import ConversationStore, answer_message, quest
 from sleuth_gateway.errors import (
     BadRequest,
     BusUnavailable,
+    Busy,
     Conflict,
     DependencyUnavailable,
     JobTimeout,
@@ -57,6 +61,7 @@ __all__ = [
     "Memory",
     "Progress",
     "admit",
+    "check_capacity",
     "check_question",
     "finish",
     "finish_timeout",
@@ -120,6 +125,31 @@ def check_question(text: str, limit: int, name: str = "query") -> None:
         raise BadRequest(f"{name} must not be empty")
     if len(text) > limit:
         raise PayloadTooLarge(f"the question is {len(text)} characters long; the limit is {limit} characters")
+
+
+async def check_capacity(gw: Gateway, surface: Surface) -> None:
+    """503 (``Busy``, with Retry-After) when more jobs wait for an agent than
+    ``gateway.max_queue_depth``, or the oldest has waited longer than ``max_queue_wait``. The
+    queue is read at most every few seconds for all questions; when it cannot be read the
+    question is taken (counted in ``sleuth_gateway_queue_unchecked``): a metrics read failing
+    must not take Sleuth down."""
+    cfg = gw.settings.gateway
+    if not cfg.max_queue_depth and not cfg.max_queue_wait:
+        return
+    queue = await gw.jobs_queue()
+    if queue is None:
+        gw.metrics.queue_unchecked.inc()
+        return
+    deep = bool(cfg.max_queue_depth) and queue.pending > cfg.max_queue_depth
+    slow = bool(cfg.max_queue_wait) and queue.pending_oldest > cfg.max_queue_wait
+    if not (deep or slow):
+        return
+    gw.metrics.message(surface, "busy")
+    log.info("question refused: JOBS queue over its bound", extra={"pending": queue.pending,
+             "pending_oldest_s": round(queue.pending_oldest, 1), "surface": surface})
+    # No figures for the asker: how much others ask is not theirs to read.
+    seconds = max(1, int(cfg.busy_retry_after + 0.999))
+    raise Busy(f"Sleuth is busy with other questions; try again in {seconds} s", cfg.busy_retry_after)
 
 
 async def take_question(gw: Gateway, identity: Identity, what: str, surface: Surface) -> None:

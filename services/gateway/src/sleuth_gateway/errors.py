@@ -8,6 +8,7 @@ __all__ = [
     "ApiError",
     "BadRequest",
     "BusUnavailable",
+    "Busy",
     "Conflict",
     "DependencyUnavailable",
     "Forbidden",
@@ -17,6 +18,7 @@ __all__ = [
     "RateLimited",
     "RequestTimeout",
     "Unauthorized",
+    "UnsupportedMediaType",
 ]
 
 
@@ -82,6 +84,17 @@ class DependencyUnavailable(ApiError):
     status = 503
 
 
+class Busy(ApiError):
+    """More work waits for the agents than they can finish in time: a new question is refused
+    (nothing submitted, nothing stored) with a hint when to ask again."""
+
+    status = 503
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        seconds = max(1, int(retry_after + 0.999))
+        super().__init__(message, headers={"Retry-After": str(seconds)}, retry_after=seconds)
+
+
 class BusUnavailable(ApiError):
     """NATS / JetStream could not take the job."""
 
@@ -97,3 +110,9 @@ class Conflict(ApiError):
     access): a retry must repeat its request exactly."""
 
     status = 409
+
+
+class UnsupportedMediaType(ApiError):
+    """A body of another type than the endpoint takes (``/mcp``: JSON only)."""
+
+    status = 415

@@ -195,6 +195,7 @@ async def query(request: Request) -> Response:
         if resumed is not None:
             await _take_read(gw, identity)
             return await _answer(request, resumed)
+        await asking.check_capacity(gw, "api")
     slot = await asking.admit(gw, identity, "api")
     # Released when the response is finished (a stream's last event sent, or its client gone).
     on_finish(request, lambda: gw.inflight.release(identity.user, slot))

@@ -15,17 +15,25 @@ from typing import Any
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sleuth_common.httpserver import API_CSP, SECURITY_HEADERS
 from sleuth_gateway.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-__all__ = ["HostCheckMiddleware", "RequestContextMiddleware", "on_finish"]
+__all__ = [
+    "API_CSP",
+    "SECURITY_HEADERS",
+    "CorsMiddleware",
+    "HostCheckMiddleware",
+    "RequestContextMiddleware",
+    "on_finish",
+]
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-# On every response: nothing the gateway answers may be cached (answers, conversations and
-# identities are one person's) or content-sniffed into something else.
-_ALWAYS = ((b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"))
-_ALWAYS_NAMES = {name for name, _ in _ALWAYS} | {b"x-request-id"}
+# On every response (sleuth_common.httpserver): no caching, no sniffing, no framing, no referrer;
+# and API_CSP unless the response has its own policy (the web chat's files do).
+_ALWAYS_NAMES = {name for name, _ in SECURITY_HEADERS} | {b"x-request-id"}
+_CSP = b"content-security-policy"
 
 Cleanup = Callable[[], Awaitable[None] | None]
 
@@ -51,8 +59,8 @@ async def _json_error(send: Send, status: int, message: str, request_id: str) ->
 
 class RequestContextMiddleware:
     """Gives every request an id (``X-Request-Id`` in and out), logs and counts it, adds
-    ``Cache-Control: no-store`` and ``X-Content-Type-Options: nosniff`` to every response, and
-    runs the request's ``on_finish`` clean-ups at its very end.
+    ``SECURITY_HEADERS`` (and ``API_CSP`` unless the response has its own policy) to every
+    response, and runs the request's ``on_finish`` clean-ups at its very end.
 
     An incoming ``X-Request-Id`` is reused when it looks like an id, so a caller can trace a
     request across systems. An unhandled exception becomes a 500 ``{error, request_id}``.
@@ -87,7 +95,9 @@ class RequestContextMiddleware:
                 started = True
                 status = message["status"]
                 headers = [h for h in message.get("headers", []) if h[0].lower() not in _ALWAYS_NAMES]
-                message = {**message, "headers": [*headers, *_ALWAYS, header]}
+                if not any(h[0].lower() == _CSP for h in headers):
+                    headers.append((_CSP, API_CSP))
+                message = {**message, "headers": [*headers, *SECURITY_HEADERS, header]}
             await send(message)
 
         try:
@@ -193,3 +203,67 @@ def _split_host(value: str) -> tuple[str, str]:
         return host + "]", rest[1:] if rest.startswith(":") else ""
     host, _, port = value.partition(":")
     return host, port
+
+
+class CorsMiddleware:
+    """Cross-origin access for the web pages in ``origins`` (exact ``scheme://host[:port]``), and
+    for no other: without a listed ``Origin`` a response carries no ``Access-Control-Allow-*``
+    header, so a browser keeps it from the page. A preflight (``OPTIONS`` with
+    ``Access-Control-Request-Method``) from a listed origin is answered 204 with what it may send;
+    from any other, 403 ``{error, request_id}``. No credentials are allowed: the API takes a
+    bearer token in ``Authorization``, never a cookie.
+    """
+
+    METHODS = b"GET, POST, DELETE"
+    HEADERS = b"authorization, content-type, x-request-id, accept"
+    EXPOSE = b"x-request-id, retry-after"
+
+    def __init__(self, app: ASGIApp, origins: Iterable[str], metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.origins = frozenset(o.strip().lower().rstrip("/") for o in origins if o.strip())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {name: value for name, value in scope.get("headers", [])}
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        listed = bool(origin) and origin.strip().lower().rstrip("/") in self.origins
+        state: dict[str, Any] = scope.get("state", {})
+        request_id = str(state.get("request_id", ""))
+        if scope.get("method") == "OPTIONS" and b"access-control-request-method" in headers and origin:
+            if not listed:
+                self.metrics.refused.labels(reason="cors").inc()
+                await _json_error(send, 403, "cross-origin requests from this origin are not allowed", request_id)
+                return
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 204,
+                    "headers": [
+                        (b"access-control-allow-origin", origin.encode("latin-1")),
+                        (b"access-control-allow-methods", self.METHODS),
+                        (b"access-control-allow-headers", self.HEADERS),
+                        (b"access-control-max-age", b"600"),
+                        (b"vary", b"Origin"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if not listed:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_allowed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                extra = [
+                    (b"access-control-allow-origin", origin.encode("latin-1")),
+                    (b"access-control-expose-headers", self.EXPOSE),
+                    (b"vary", b"Origin"),
+                ]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_allowed)

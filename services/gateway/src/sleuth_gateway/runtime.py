@@ -12,6 +12,7 @@ from sleuth_common.audit import AuditLog
 from sleuth_common.connect import redis_client
 from sleuth_common.health import Dependencies, cancel_and_wait, until_up
 from sleuth_common.identity import CHAT_ISSUER, IdentitySigner, signer_from_settings
+from sleuth_common.jobs_queue import JobsQueueState
 from sleuth_common.messages import ChatPost
 from sleuth_common.subjects import Subjects
 from sleuth_gateway import audit
@@ -83,6 +84,12 @@ class Gateway:
     async def refresh_metrics(self) -> None:
         """Read what ``/metrics`` shows live (the JOBS queue's gauges, at most every few seconds)."""
         await self.metrics.jobs_queue.refresh(self._deps.nc if self._deps is not None else None, self.subjects)
+
+    async def jobs_queue(self) -> JobsQueueState | None:
+        """The JOBS queue as last read (read again when the reading is older than a few seconds:
+        questions share readings with each other and with ``/metrics``); ``None``: unreadable."""
+        await self.refresh_metrics()
+        return self.metrics.jobs_queue.state
 
     @property
     def authenticator(self) -> Authenticator:

@@ -186,6 +186,19 @@ class GatewaySettings(BaseModel):
     """Tokens added back per second per user to the read bucket (the web chat polls a channel
     every 3 s, well inside this)."""
 
+    # -- backpressure: new questions wait behind every job no agent took yet (JOBS, read at most
+    # every 5 s and shared by all questions); over a bound they get 503 with Retry-After.
+    # Commands, retries of a question already accepted, alerts and schedules are never refused.
+    max_queue_depth: int = Field(default=100, ge=0)
+    """Jobs waiting for an agent (not yet taken) beyond which new questions get 503 "Sleuth is
+    busy". 100 is many minutes of work for a few agents running ``max_concurrent_jobs`` 4 each.
+    0 = no bound."""
+    max_queue_wait: float = Field(default=60.0, ge=0)
+    """Seconds the oldest job waiting for an agent may have waited before new questions get 503:
+    a question behind it would not start before its ``answer_timeout`` (60 s) ran out. 0 = no bound."""
+    busy_retry_after: float = Field(default=10.0, gt=0)
+    """Seconds a refused asker is told to wait (``Retry-After``, and "try again in N s" in chat)."""
+
     # -- sign-in
     auth_failure_limit: int = 20
     """Refused tokens accepted from one client address per ``auth_failure_window``; after that,
@@ -223,6 +236,10 @@ class GatewaySettings(BaseModel):
     that port, ``*.example.com`` any subdomain; ``*`` turns the check off. Others get 400
     "unknown host". ``/healthz``, ``/readyz`` and ``/metrics`` (no user data; probes and
     scrapers use the pod IP) are not checked."""
+    cors_allowed_origins: list[str] = Field(default_factory=list)
+    """Web origins (``https://ops.example.com``, exact) whose pages may call the API from a
+    browser; their preflights are answered. Empty (the default) = none: no
+    ``Access-Control-Allow-Origin`` on any response. The web chat is same-origin and needs none."""
     max_json_depth: int = 32
     """Deepest nesting of arrays and objects accepted in a request body; deeper gets 400."""
     header_timeout: float = 10.0

@@ -9,6 +9,7 @@ import sys
 import uvicorn
 
 from sleuth_common.config import load_settings
+from sleuth_common.httpserver import uvicorn_limits
 from sleuth_common.logs import configure_logging
 from sleuth_common.tracing import setup_tracing, traced_asgi
 from sleuth_kube_mcp.app import create_app
@@ -40,7 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     k = settings.kube_mcp
     log.info("serving MCP on http://%s:%d/mcp", k.host, k.port)
-    uvicorn.run(traced_asgi(app), host=k.host, port=k.port, log_config=None, access_log=False)
+    uvicorn.run(
+        traced_asgi(app), host=k.host, port=k.port, log_config=None, access_log=False,
+        **uvicorn_limits(header_timeout=k.header_timeout),
+    )
     return 0
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import uvicorn
 
+from sleuth_common.httpserver import uvicorn_limits
 from sleuth_kube_mcp.app import create_app
 from sleuth_kube_mcp.kube import ClusterAccess
 from sleuth_kube_mcp.settings import Settings
@@ -49,7 +50,8 @@ def serve_in_thread(
     sock.bind((host, settings.kube_mcp.port))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=2
+        app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=2,
+        **uvicorn_limits(header_timeout=settings.kube_mcp.header_timeout),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(

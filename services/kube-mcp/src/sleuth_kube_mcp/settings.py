@@ -16,6 +16,9 @@ class KubeMcpSettings(BaseModel):
     """Address to listen on (``0.0.0.0`` in a pod)."""
     port: int = 8181
     """Port for ``/mcp``, ``/healthz``, ``/readyz`` and ``/metrics``."""
+    header_timeout: float = 10.0
+    """Seconds a client has to send a request head once it started it, or after connecting; then
+    it gets 408 and the connection is closed (slow-header clients)."""
     kubeconfig: str = ""
     """Kubeconfig file to read the cluster with; empty = in-cluster service account."""
     service_account_dir: str = "/var/run/secrets/kubernetes.io/serviceaccount"

@@ -41,7 +41,7 @@ from sleuth_gateway import asking, audit
 from sleuth_gateway.auth import Identity, is_refused
 from sleuth_gateway.commands import parse_command, run_command
 from sleuth_gateway.conversation import ConversationStore, answer_message, question_message
-from sleuth_gateway.errors import ApiError, Forbidden, JobTimeout, RateLimited
+from sleuth_gateway.errors import ApiError, Busy, Forbidden, JobTimeout, RateLimited
 from sleuth_gateway.mattermost._client import (
     MattermostApi,
     MattermostError,
@@ -430,6 +430,9 @@ class MattermostAdapter:
             audit.refusal(self.gw, exc, entry="mattermost", user=identity.user)
             self.gw.metrics.mattermost_posts.labels(outcome="limited").inc()
             await self._say(channel, post, f"Sorry: {exc.message}.")
+        except Busy as exc:
+            self.gw.metrics.mattermost_posts.labels(outcome="busy").inc()
+            await self._say(channel, post, f"Sorry: {exc.message}.")
         except ApiError as exc:
             self.gw.metrics.mattermost_posts.labels(outcome="error").inc()
             await self._say(channel, post, f"Sorry: {exc.message}.")
@@ -542,6 +545,7 @@ class MattermostAdapter:
         assert self._memory is not None
         gw = self.gw
         post_id = str(post.get("id", ""))
+        await asking.check_capacity(gw, "mattermost")
         slot = await asking.admit(gw, identity, "mattermost")
         typing: asyncio.Task[None] | None = None
         submitted: asking.JobRef | None = None

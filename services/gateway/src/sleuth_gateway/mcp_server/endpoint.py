@@ -5,8 +5,9 @@ Checked in this order, each answered like the API (``{"error", "request_id"}``) 
 layer sees anything: ``gateway.mcp.enabled`` (403), the method (405: stateless, there is no
 stream to open with GET and no session to end with DELETE), the bearer token exactly as for
 ``/v1/query`` (401 with ``WWW-Authenticate: Bearer``; Sleuth's own identities 403; requests in
-progress per user and sign-in limits 429), the body (``max_body_bytes`` 413, ``body_timeout``
-408, ``max_json_depth`` and malformed JSON 400). The Host allow-list applies as to every path
+progress per user and sign-in limits 429), the content type (415 unless ``application/json``),
+the body (``max_body_bytes`` 413, ``body_timeout`` 408, ``max_json_depth``, malformed JSON and
+anything not a JSON-RPC 2.0 message 400). The Host allow-list applies as to every path
 (``HostCheckMiddleware``). Protocol messages (``initialize``, ``tools/list`` …) take a token from
 the caller's read bucket here; a tool call is admitted by its tool, whose refusals are tool
 errors the caller's model can read.
@@ -19,12 +20,14 @@ from contextlib import asynccontextmanager
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import jsonrpc_message_adapter
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
 from sleuth_gateway.body import parse_json_object, read_body
-from sleuth_gateway.errors import Forbidden
+from sleuth_gateway.errors import BadRequest, Forbidden, UnsupportedMediaType
 from sleuth_gateway.handlers import _identify, _take_read
 from sleuth_gateway.mcp_server.tools import CALLER_KEY, Caller, build_server
 from sleuth_gateway.runtime import Gateway
@@ -80,8 +83,16 @@ class McpEndpoint:
             raise HTTPException(405, "use POST: this MCP endpoint is stateless", headers={"Allow": "POST"})
         cfg = self._gw.settings.gateway
         identity = await _identify(request, bucket="none")
+        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type != "application/json":
+            raise UnsupportedMediaType(f"the body must be application/json: a JSON-RPC message like {_EXAMPLE}")
         raw = await read_body(request, cfg.max_body_bytes, cfg.body_timeout)
         message = parse_json_object(raw, cfg.max_json_depth, _EXAMPLE)
+        try:
+            jsonrpc_message_adapter.validate_python(message, by_name=False)
+        except ValidationError:
+            # The SDK would answer its multi-line validation report; the caller gets one line.
+            raise BadRequest(f"not a JSON-RPC 2.0 message; send one like {_EXAMPLE}") from None
         if message.get("method") != "tools/call":
             await _take_read(self._gw, identity)
         # For the tools: who calls, for this request only (a job gets a fresh signed identity).

@@ -38,7 +38,7 @@ from sleuth_gateway import asking, handlers
 from sleuth_gateway.auth import Identity
 from sleuth_gateway.commands import Command, parse_command, run_command
 from sleuth_gateway.conversation import answer_message, question_message
-from sleuth_gateway.errors import ApiError, Unauthorized
+from sleuth_gateway.errors import ApiError, Busy, Unauthorized
 from sleuth_gateway.runtime import Gateway
 
 log = logging.getLogger(__name__)
@@ -225,6 +225,8 @@ def _caller(request: object) -> Caller:
 
 
 def _outcome(exc: ApiError) -> str:
+    if isinstance(exc, Busy):
+        return "busy"
     return {429: "limited", 504: "timeout"}.get(exc.status, "error")
 
 
@@ -270,6 +272,8 @@ async def _ask(
     if resumed is not None:
         payload = await _wait(gw, ctx, resumed)
     else:
+        if command is None:
+            await asking.check_capacity(gw, "mcp")
         slot = await asking.admit(gw, identity, "mcp")
         try:
             if command is not None:

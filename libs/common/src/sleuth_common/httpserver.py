@@ -1,0 +1,116 @@
+"""How Sleuth's HTTP servers (gateway, alerts webhook, kube-mcp) run uvicorn so a slow or hostile
+client cannot hold a worker: an HTTP/1.1 protocol that gives each request head a deadline, a
+bounded head size, idle keep-alive timeouts and a connection cap; and the headers every response
+carries.
+
+uvicorn closes idle keep-alive connections, but a client that connects and then sends its request
+head slowly (one byte a second: "slowloris") is held forever. ``HeadTimeoutH11Protocol`` arms a
+timer when a connection opens and whenever a new request head starts; a head not complete when it
+fires is answered 408 and the connection closed (a connection that sent nothing is just closed).
+A body has its own deadline in each app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["API_CSP", "SECURITY_HEADERS", "HeadTimeoutH11Protocol", "raw_error", "uvicorn_limits"]
+
+SECURITY_HEADERS = (
+    (b"cache-control", b"no-store"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+)
+"""On every response: nothing may be cached (answers are one person's), content-sniffed into
+something else, framed by another page or leak its address to the next one."""
+API_CSP = b"default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+"""The policy of every response that is not a page: load nothing, be framed nowhere."""
+
+
+def raw_error(status: int, reason: bytes, message: str) -> bytes:
+    """A whole HTTP/1.1 error response written below the app (its middleware never sees these):
+    ``{error, request_id}`` with the headers every response carries; the connection closes."""
+    request_id = uuid.uuid4().hex
+    body = json.dumps({"error": message, "request_id": request_id}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        *SECURITY_HEADERS,
+        (b"content-security-policy", API_CSP),
+        (b"x-request-id", request_id.encode()),
+        (b"connection", b"close"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    head = b"HTTP/1.1 %d %s\r\n" % (status, reason) + b"".join(n + b": " + v + b"\r\n" for n, v in headers)
+    return head + b"\r\n" + body
+
+
+class HeadTimeoutH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline of ``head_timeout`` seconds for each request head,
+    and its 400 for a head it cannot parse in the ``{error, request_id}`` shape."""
+
+    head_timeout: float = 10.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self._head_timer: asyncio.TimerHandle | None = None
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is h11.IDLE:
+            # A head begun (after a keep-alive pause the first byte cancelled uvicorn's idle timer).
+            if self._head_timer is None:
+                self._arm()
+        else:
+            self._disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._head_timer = self.loop.call_later(self.head_timeout, self._on_head_timeout)
+
+    def _disarm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _on_head_timeout(self) -> None:
+        self._head_timer = None
+        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+            return
+        started = bool(self.conn.trailing_data[0])
+        if started:
+            self.logger.info("closed a connection whose request head took over %gs", self.head_timeout)
+            self.transport.write(raw_error(408, b"Request Timeout", "the request head did not arrive in time"))
+        self.transport.close()
+
+    def send_400_response(self, msg: str) -> None:
+        """A request head h11 cannot parse (or too large): 400 ``{error, request_id}``, closed."""
+        self.transport.write(raw_error(400, b"Bad Request", f"malformed request: {msg}"[:200]))
+        self.transport.close()
+
+
+def uvicorn_limits(
+    *, header_timeout: float = 10.0, keep_alive_timeout: int = 5, max_header_bytes: int = 16384,
+    max_connections: int = 1000,
+) -> dict[str, Any]:
+    """``uvicorn.Config`` options for these limits (``max_connections`` 0 = no cap)."""
+    protocol = type("SleuthH11Protocol", (HeadTimeoutH11Protocol,), {"head_timeout": header_timeout})
+    return {
+        "http": protocol,
+        "ws": "none",  # no WebSocket routes: no upgrade path around the limits above
+        "h11_max_incomplete_event_size": max_header_bytes,
+        "timeout_keep_alive": keep_alive_timeout,
+        "limit_concurrency": max_connections or None,
+        "server_header": False,
+    }
