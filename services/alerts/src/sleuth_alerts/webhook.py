@@ -221,8 +221,8 @@ def webhook_app(
                 extra={"route": label, "reason": exc.reason, "status": exc.status},
             )
             headers = {"WWW-Authenticate": 'Bearer realm="sleuth-alerts"'} if exc.status == 401 else {}
-            if exc.status in (408, 413):
-                headers["Connection"] = "close"  # the rest of the body is not waited for
+            if exc.status == 408:
+                headers["Connection"] = "close"  # the rest of a trickled body is not waited for
             return JSONResponse(
                 {"error": exc.message, "request_id": _rid(request)}, status_code=exc.status, headers=headers
             )
