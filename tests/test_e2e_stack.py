@@ -607,6 +607,13 @@ def test_services_subscribe_only_to_what_their_asyncapi_documents_declare(wire: 
                       "sleuth.asyncapi):\n" + "\n".join(f"  {s.service}: {s.subject} queue={s.queue!r}" for s in drift)
 
 
+def test_the_gateway_reads_the_jobs_queue_with_its_own_bus_permissions(stack: Stack) -> None:
+    """Backpressure and the sleuth_jobs_* gauges read the agents' consumer as the gateway's NATS
+    user (counts and the oldest job's time only; it may not read the jobs themselves)."""
+    text = httpx.get(f"{stack.gateway_url}/metrics", timeout=10).text
+    assert "sleuth_jobs_consumer_up 1.0" in text.splitlines()
+
+
 def test_no_service_was_refused_anything_on_the_bus(stack: Stack) -> None:
     """Runs last: every subject the services used above is in their NATS permissions
     (sleuth.embedded.access). nats-server logs a "Violation" for any publish, subscription or

@@ -116,6 +116,9 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
                 f"$JS.API.STREAM.INFO.{alerts}", *(f"$JS.API.CONSUMER.LIST.{x}" for x in (jobs, chat, alerts)),
                 # a job's kept answer after a restart (the answers it may already overhear live)
                 *_stream(results), f"$JS.API.STREAM.MSG.GET.{results}",
+                # backpressure and the sleuth_jobs_* gauges: the agents' consumer state (counts
+                # only; stream info gives the oldest job's time — never a job's content)
+                f"$JS.API.CONSUMER.INFO.{jobs}.{s.agent_durable}",
             ),
             subscribe=(progress_all, s.jobs_done_all, inbox("gateway")),
             note="asks authz-cache who a token is and what they may read, submits jobs, watches "

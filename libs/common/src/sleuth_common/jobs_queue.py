@@ -1,10 +1,13 @@
 """The JOBS work queue as Prometheus gauges, read from JetStream when scraped.
 
 A service that serves ``/metrics`` (the gateway) calls ``refresh`` before rendering: one stream
-info and one consumer info request, at most every ``min_interval`` seconds. Because JOBS keeps
-a job until an agent acks it (work-queue retention), the stream's first message is the oldest
-job not yet answered: its age is the queue's lag. The oldest job no agent took yet is the one
-after the consumer's last delivered sequence: its age is how long a new question would wait.
+info and one consumer info request, at most every ``min_interval`` seconds — never a message read:
+the gateway may not read the jobs other services queued (its NATS user has no ``MSG.GET`` on JOBS).
+Because JOBS keeps a job until an agent acks it (work-queue retention), the stream's first
+message (``state.first_ts`` of the stream info) is the oldest job not yet answered: its age is the
+queue's lag. While jobs wait for an agent, that age is also the bound used for how long the next
+one has waited: it is never less than the true wait (the oldest job may be one an agent is
+running, at most its deadline old).
 
 The last reading is kept as ``state`` for the gateway's backpressure (sleuth_gateway.asking),
 so a question never costs a JetStream request of its own: at most one reading per
@@ -14,6 +17,7 @@ so a question never costs a JetStream request of its own: at most one reading pe
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -102,13 +106,10 @@ class JobsQueueGauges:
             js = nc.jsm(timeout=self.timeout)
             oldest = waited = 0.0
             try:
-                stream = await js.stream_info(subjects.stream_jobs)
+                oldest = await _oldest_age(nc, subjects, self.timeout)
                 consumer = await js.consumer_info(subjects.stream_jobs, subjects.agent_durable)
-                if stream.state.messages:
-                    first = await js.get_msg(subjects.stream_jobs, seq=stream.state.first_seq)
-                    oldest = _age(first.time)
                 if consumer.num_pending:
-                    waited = await _pending_oldest(js, subjects, consumer)
+                    waited = oldest
             except NotFoundError:
                 if consumer is None:  # no stream or no consumer: no agent ever pulled
                     self.up.set(0)
@@ -128,12 +129,30 @@ class JobsQueueGauges:
             self.state = JobsQueueState(consumer.num_pending or 0, waited, now)
 
 
-async def _pending_oldest(js: Any, subjects: Subjects, consumer: ConsumerInfo) -> float:
-    """Age of the first job after the last one delivered to an agent (the next to be taken)."""
-    delivered = consumer.delivered.stream_seq if consumer.delivered is not None else 0
-    first = await js.get_msg(subjects.stream_jobs, seq=(delivered or 0) + 1, subject=subjects.jobs_investigate,
-                             next=True)
-    return _age(first.time)
+async def _oldest_age(nc: Any, subjects: Subjects, wait: float) -> float:
+    """Age of the stream's first message from the stream info's ``state.first_ts`` (nats-py's
+    ``StreamState`` drops that field, so the info is read raw); 0 when the stream is empty."""
+    msg = await nc.request(f"$JS.API.STREAM.INFO.{subjects.stream_jobs}", b"", timeout=wait)
+    info = json.loads(msg.data)
+    if "error" in info:
+        if info["error"].get("err_code") == _STREAM_NOT_FOUND:
+            raise NotFoundError
+        raise NatsError(info["error"].get("description", "stream info refused"))
+    state = info.get("state") or {}
+    if not state.get("messages"):
+        return 0.0
+    return _age(_rfc3339(state.get("first_ts")))
+
+
+_STREAM_NOT_FOUND = 10059
+
+
+def _rfc3339(value: str | None) -> datetime | None:
+    """nats-server's timestamps carry nanoseconds (``…:30.754175123Z``); datetime takes microseconds."""
+    if not value or value.startswith("0001-"):
+        return None
+    head, _, frac = value.rstrip("Z").partition(".")
+    return datetime.fromisoformat(f"{head}.{(frac or '0')[:6].ljust(6, '0')}+00:00")
 
 
 def _age(at: datetime | None) -> float:
