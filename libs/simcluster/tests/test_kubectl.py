@@ -155,3 +155,16 @@ def test_impersonation_with_as_and_as_group(kubectl: Kubectl, sim: SimCluster) -
     reads = [r for r in sim.audit.records() if r.resource == "pods" and r.verb == "list"]
     assert {(r.user, r.impersonated_user, r.namespace, r.code) for r in reads} == {
         ("reader", "alice", "shop", 200), ("reader", "alice", "pay", 403)}
+
+
+def test_chunked_list_pages_through_continue(kubectl: Kubectl, sim: SimCluster) -> None:
+    """`--chunk-size` makes kubectl send `limit` and follow `metadata.continue`: same rows, several requests."""
+    whole = kubectl("root", "get", "pods", "-A", "--chunk-size=0")
+    assert whole.code == 0, whole.err
+    sim.audit.clear()
+    chunked = kubectl("root", "get", "pods", "-A", "--chunk-size=2")
+    assert chunked.code == 0, chunked.err
+    assert chunked.out == whole.out
+    rows = len(whole.out.strip().splitlines()) - 1
+    lists = [r for r in sim.audit.records() if r.resource == "pods" and r.verb == "list" and r.code == 200]
+    assert len(lists) == -(-rows // 2)

@@ -12,11 +12,17 @@ namespaces, ``admin`` (group ``platform-admins``) is cluster-admin.
     python -m sleuth.benches.big_snapshot /tmp/big [pods] [namespaces]
     sleuth report --snapshot /tmp/big --as tenant
 
+:func:`large_cluster` (``python -m sleuth.benches.big_snapshot --large /tmp/large``) is issue 16's
+profile: 2,000 namespaces, 50,000 pods, 500 users in team groups with per-namespace RoleBindings
+(measured by :mod:`sleuth.benches.scope_scale`).
+
 Not in the repo's data (generated on demand; nothing asserts its timing: ``make bench`` measures).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import sys
 import uuid
@@ -25,7 +31,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["main"]
+__all__ = ["LARGE_AUTHZ_TOKEN", "large_cluster", "main"]
 
 NOW = "2026-11-30T09:00:00Z"
 CREATED = "2026-11-01T09:00:00Z"
@@ -33,8 +39,16 @@ _DEMO_RBAC = Path(__file__).resolve().parents[3] / "scenarios" / "demo" / "clust
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+_URL_NS = uuid.NAMESPACE_URL.bytes
+
+
 def _uid(*parts: str) -> str:
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, "/".join(parts)))
+    """``str(uuid.uuid5(uuid.NAMESPACE_URL, "/".join(parts)))``, without the UUID object (3x faster)."""
+    b = bytearray(hashlib.sha1(_URL_NS + "/".join(parts).encode()).digest()[:16])
+    b[6] = (b[6] & 0x0F) | 0x50
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _meta(kind: str, name: str, ns: str = "", **extra: Any) -> dict[str, Any]:
@@ -212,6 +226,106 @@ def main(out_dir: str | Path, pods: int = 5000, namespaces: int = 50, *, tenant_
     return out
 
 
+# -- the large-cluster profile (issue 16: 2,000 namespaces, 50,000 pods, 500 users) -------------------
+
+LARGE_AUTHZ_TOKEN = "large-authz-token"
+_RBAC = "rbac.authorization.k8s.io"
+_TEAM_EDIT = {
+    "apiVersion": f"{_RBAC}/v1", "kind": "ClusterRole", "metadata": _meta("ClusterRole", "team-edit"),
+    "rules": [{"apiGroups": ["", "apps", "batch", "autoscaling", "policy"],
+               "resources": ["pods", "pods/log", "services", "configmaps", "secrets", "deployments", "replicasets",
+                             "statefulsets", "jobs", "cronjobs", "horizontalpodautoscalers", "poddisruptionbudgets"],
+               "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+              {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}],
+}
+
+
+def _binding(name: str, ns: str, role: str, subjects: list[tuple[str, str]]) -> dict[str, Any]:
+    return {"apiVersion": f"{_RBAC}/v1", "kind": "RoleBinding" if ns else "ClusterRoleBinding",
+            "metadata": _meta("RoleBinding" if ns else "ClusterRoleBinding", name, ns),
+            "roleRef": {"apiGroup": _RBAC, "kind": "ClusterRole", "name": role},
+            "subjects": [{"apiGroup": _RBAC, "kind": kind, "name": who} for kind, who in subjects]}
+
+
+def _large_users(rng: random.Random, users: int, teams: int, admins: int, viewers: int) -> dict[str, Any]:
+    """``users`` people: ``admins`` cluster admins, ``viewers`` cluster-wide readers, the rest in one or
+    two team groups (``team-NNN``, a few also ``team-NNN-leads``); every token is ``<name>-token``."""
+    out: dict[str, Any] = {}
+    for i in range(users):
+        name = f"user-{i:04d}"
+        if i < admins:
+            groups = ["platform-admins"]
+        elif i < admins + viewers:
+            groups = ["platform-viewers"]
+        else:
+            team = (i - admins - viewers) % teams  # every team has members
+            groups = [f"team-{team:03d}"]
+            if rng.random() < 0.25:
+                groups.append(f"team-{rng.randrange(teams):03d}")
+            if rng.random() < 0.1:
+                groups.append(f"team-{team:03d}-leads")
+        out[name] = {"groups": sorted(set(groups)), "token": f"{name}-token"}
+    out["sleuth-authz"] = {"groups": ["sleuth:authz"], "token": LARGE_AUTHZ_TOKEN}
+    out["sleuth-reader"] = {"groups": ["sleuth:readers"], "token": "large-reader-token"}
+    return out
+
+
+def large_cluster(out_dir: str | Path, *, namespaces: int = 2000, pods: int = 50_000, users: int = 500,
+                  teams: int = 200, admins: int = 5, viewers: int = 5, seed: int = 16) -> Path:
+    """A large cluster in JSON (fast to write and to load): ``namespaces`` namespaces
+    ``team-NNN-<env>`` spread over ``teams`` teams (plus ``kube-system``/``monitoring``/``ingress``),
+    ``pods`` pods shaped like :func:`main`'s, and RBAC as platform teams write it: in each team
+    namespace a RoleBinding of ``view`` to ``team-NNN`` and of ``team-edit`` to ``team-NNN-leads``; one
+    namespace in ten also lets a neighbouring team read it; a few users bound by name;
+    ``platform-admins`` cluster-admin and ``platform-viewers`` view cluster-wide (ClusterRoleBindings).
+    Users are ``user-0000`` … with token ``<name>-token``; the authz identity's token is
+    :data:`LARGE_AUTHZ_TOKEN`. About three seconds for the default size."""
+    out = Path(out_dir)
+    (out / "cluster").mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    platform = ["kube-system", "monitoring", "ingress"]
+    envs = ("dev", "stage", "prod", "perf", "sandbox", "ci", "canary", "demo", "qa", "edge")
+    per_team = max(1, (namespaces - len(platform) + teams - 1) // teams)
+    team_ns = [(t, f"team-{t:03d}-{envs[k % len(envs)]}{'' if k < len(envs) else k // len(envs)}")
+               for t in range(teams) for k in range(per_team)][: max(0, namespaces - len(platform))]
+    names = platform + [ns for _, ns in team_ns]
+    people = _large_users(rng, users, teams, admins, viewers)
+    (out / "snapshot.yaml").write_text(yaml.safe_dump({
+        "name": "large", "cluster": {"name": "large"}, "now": NOW, "users": people,
+        "description": f"Synthetic: {pods} pods in {len(names)} namespaces, {users} users "
+                       "(sleuth.benches.big_snapshot.large_cluster).",
+    }, sort_keys=False))
+    rbac: list[dict[str, Any]] = [d for d in yaml.safe_load_all(_DEMO_RBAC.read_text())
+                                  if d and d.get("kind") in ("ClusterRole", "ClusterRoleBinding")]
+    rbac += [_TEAM_EDIT, _binding("platform-viewers-view", "", "view", [("Group", "platform-viewers")])]
+    members = [u for u, spec in people.items() if u.startswith("user-") and spec["groups"][0].startswith("team-")]
+    for team, ns in team_ns:
+        rbac.append(_binding("team-view", ns, "view", [("Group", f"team-{team:03d}")]))
+        rbac.append(_binding("team-edit", ns, "team-edit", [("Group", f"team-{team:03d}-leads")]))
+        if rng.random() < 0.1:
+            rbac.append(_binding("neighbour-view", ns, "view", [("Group", f"team-{(team + 1) % teams:03d}")]))
+        if rng.random() < 0.05:
+            rbac.append(_binding("oncall-view", ns, "view", [("User", rng.choice(members))]))
+    nodes = _nodes(max(3, pods // 100))
+    node_names = [n["metadata"]["name"] for n in nodes]
+    docs: dict[str, list[dict[str, Any]]] = {
+        "00-namespaces": [{"apiVersion": "v1", "kind": "Namespace", "metadata": _meta("Namespace", n),
+                           "status": {"phase": "Active"}} for n in names],
+        "01-nodes": nodes, "03-rbac": rbac,
+    }
+    per, extra = divmod(pods, len(names))
+    for i, ns in enumerate(names):
+        docs.setdefault(f"ns-{i // 100:03d}", []).extend(
+            _namespace(rng, ns, per + (1 if i < extra else 0), node_names))
+    for stem, items in docs.items():
+        (out / "cluster" / f"{stem}.json").write_text(
+            json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, separators=(",", ":")))
+    return out
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
-    print(main(args[0] if args else "/tmp/big-snapshot", *(int(a) for a in args[1:3])))
+    if args[:1] == ["--large"]:
+        print(large_cluster(args[1] if len(args) > 1 else "/tmp/large-snapshot"))
+    else:
+        print(main(args[0] if args else "/tmp/big-snapshot", *(int(a) for a in args[1:3])))

@@ -20,6 +20,7 @@ from ._convert import present
 from ._impersonation import GROUP_HEADER, USER_HEADER, InternalError, has_impersonation, impersonate
 from ._loader import Snapshot, User
 from ._logs import pod_log
+from ._paging import limit_of, page
 from ._printers import format_selector
 from ._rbac import Attributes, Authorizer
 from ._registry import REVIEW_KINDS, Resource, lookup
@@ -42,6 +43,8 @@ Obj = dict[str, Any]
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 _PUBLIC = {"/healthz", "/readyz", "/livez", "/version", "/version/"}
 _HEALTH = {"/healthz", "/readyz", "/livez"}
+LIST_RESOURCE_VERSION = 1
+"""The store's one revision (it is read-only): every list is at it, and a continue token must be too."""
 
 
 def _json(obj: Any, code: int = 200, media_type: str = "application/json") -> Response:
@@ -253,20 +256,26 @@ class ApiServer:
         except SelectorError as exc:
             raise bad_request(str(exc)) from exc
         objs = self.snapshot.store.list(res.storage, info.namespace if res.namespaced and info.namespace else None)
-        if not label_sel.is_empty:
-            objs = [o for o in objs if label_sel.matches_object(o)]
-        if field_reqs:
-            objs = [o for o in objs if fields_match(field_reqs, o)]
-        if wants_table(request.headers.get("accept", "")):
-            return self._table(request, res, objs)
-        items = [present(o, res) for o in objs]
-        return _json({"kind": f"{res.kind}List", "apiVersion": res.api_version,
-                      "metadata": {"resourceVersion": "1"}, "items": items})
 
-    def _table(self, request: Request, res: Resource, objs: list[Obj]) -> Response:
+        def keep(o: Obj) -> bool:
+            return (label_sel.is_empty or label_sel.matches_object(o)) and fields_match(field_reqs, o)
+
+        selected = not label_sel.is_empty or bool(field_reqs)
+        chunk = page(objs, limit=limit_of(params.get("limit")), token=params.get("continue", ""),
+                     rv=LIST_RESOURCE_VERSION, namespaced=res.namespaced, keep=keep if selected else None)
+        meta = {"resourceVersion": str(LIST_RESOURCE_VERSION), **chunk.meta}
+        if wants_table(request.headers.get("accept", "")):
+            return self._table(request, res, chunk.objects, meta)
+        items = [present(o, res) for o in chunk.objects]
+        return _json({"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta, "items": items})
+
+    def _table(self, request: Request, res: Resource, objs: list[Obj], meta: Obj | None = None) -> Response:
         include = request.query_params.get("includeObject", "Metadata")
         presented = [present(o, res) for o in objs] if include == "Object" else None
-        return _json(table(res.plural, objs, self.snapshot.now, include, presented=presented))
+        doc = table(res.plural, objs, self.snapshot.now, include, presented=presented)
+        if meta:
+            doc["metadata"] = meta
+        return _json(doc)
 
 
 def _scale(obj: Obj) -> Obj:
