@@ -33,6 +33,7 @@ from tests.bus_wire import IGNORED_PREFIXES, WireSampler, load_documents, undocu
 from tests.fakes.mattermost import Channel, FakeMattermost, User
 from tests.fakes.otlp import OtlpReceiver
 from tests.snapshot_names import tenant_names
+from tests.sse import take_events
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -465,16 +466,11 @@ def _sse(stack: Stack, user: str, rid: str, question: str, until: set[str]) -> l
         assert r.status_code == 200, r.read()
         buf = ""
         for chunk in r.iter_text():
-            buf += chunk
-            while "\n\n" in buf:
-                raw, buf = buf.split("\n\n", 1)
-                lines = raw.splitlines()
-                name = next((x[6:].strip() for x in lines if x.startswith("event:")), "message")
-                data = "".join(x[5:].strip() for x in lines if x.startswith("data:"))
-                if data:
-                    events.append((name, json.loads(data)))
-                    if name in until:
-                        return events
+            found, buf = take_events(buf + chunk)
+            for name, data in found:
+                events.append((name, data))
+                if name in until:
+                    return events
     return events
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from sleuth_common.messages import (
 from sleuth_common.subjects import Subjects
 from sleuth_gateway import Settings, create_app
 from sleuth_gateway.server import server_config
+from tests.sse import take_events
 
 PREFIX = "sleuth"
 TOKENS = {
@@ -217,30 +217,23 @@ class Stack:
     def auth(token: str) -> dict[str, str]:
         return auth(token)
 
-    async def sse(self, token: str, query: str) -> list[tuple[str, dict[str, Any]]]:
-        """POST /v1/query?stream=1 and parse the Server-Sent Events."""
+    async def sse(self, token: str, query: str, request_id: str = "") -> list[tuple[str, dict[str, Any]]]:
+        """POST /v1/query?stream=1 (with ``X-Request-Id: request_id`` when given) and parse the
+        Server-Sent Events."""
         events: list[tuple[str, dict[str, Any]]] = []
+        headers = {**auth(token), **({"X-Request-Id": request_id} if request_id else {})}
         # Bounded as a whole (the client's timeout is per read): a stream that never ends fails
         # the test in seconds instead of hanging it.
         async with asyncio.timeout(self.settings.gateway.answer_timeout + 10.0), self.client.stream(
-            "POST", "/v1/query?stream=1", json={"query": query}, headers=auth(token)
+            "POST", "/v1/query?stream=1", json={"query": query}, headers=headers
         ) as resp:
             assert resp.status_code == 200, await resp.aread()
             assert resp.headers["content-type"].startswith("text/event-stream")
             assert resp.headers["x-request-id"]
             buf = ""
             async for chunk in resp.aiter_text():
-                buf += chunk
-                while "\n\n" in buf:
-                    raw, buf = buf.split("\n\n", 1)
-                    name, data = "message", ""
-                    for line in raw.splitlines():
-                        if line.startswith("event:"):
-                            name = line[6:].strip()
-                        elif line.startswith("data:"):
-                            data += line[5:].strip()
-                    if data:
-                        events.append((name, json.loads(data)))
+                found, buf = take_events(buf + chunk)
+                events.extend(found)
         return events
 
 

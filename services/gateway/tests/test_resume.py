@@ -41,7 +41,7 @@ async def test_the_same_request_id_is_the_same_job_for_its_asker_and_nothing_for
                                         headers={**auth("t-alice"), "X-Request-Id": rid})
         assert again.status_code == 200 and again.json()["job_id"] == job
         assert again.json()["answer"] == first.json()["answer"]
-        events = await _sse(stack, "t-alice", rid)
+        events = await stack.sse("t-alice", QUESTION, request_id=rid)
         assert events[0] == ("accepted", {"job_id": job, "user": "alice", "request_id": rid, "resumed": True})
         assert events[-1][0] == "result" and events[-1][1]["job_id"] == job
         assert len(stack.agent.jobs) == 1  # one investigation for three requests
@@ -61,26 +61,6 @@ async def test_the_same_request_id_is_the_same_job_for_its_asker_and_nothing_for
         conv = (await stack.client.get("/v1/conversation", headers=auth("t-alice"))).json()["messages"]
         assert [m["role"] for m in conv] == ["user", "assistant"]  # asked once, answered once
         assert conv[1]["job_id"] == job
-
-
-async def _sse(stack, token: str, rid: str) -> list[tuple[str, dict]]:
-    import json
-
-    events: list[tuple[str, dict]] = []
-    async with stack.client.stream("POST", "/v1/query?stream=1", json={"query": QUESTION},
-                                   headers={**auth(token), "X-Request-Id": rid}) as resp:
-        assert resp.status_code == 200
-        buf = ""
-        async for chunk in resp.aiter_text():
-            buf += chunk
-            while "\n\n" in buf:
-                raw, buf = buf.split("\n\n", 1)
-                lines = raw.splitlines()
-                name = next((x[6:].strip() for x in lines if x.startswith("event:")), "message")
-                data = "".join(x[5:].strip() for x in lines if x.startswith("data:"))
-                if data:
-                    events.append((name, json.loads(data)))
-    return events
 
 
 async def test_results_keep_one_answer_per_job_until_their_max_age(nats_server: NatsServer):
