@@ -188,14 +188,17 @@ def start_scheduler(nats_server: NatsServer, valkey: ValkeyServer, keys: Keys) -
         nc = await nats.connect(nats_server.url)
         service = build(settings, clock=clock)
         agent = FakeAgent(nc, Subjects("sleuth"), behaviour)
+        running = Running(service, settings, agent, nc, clock)
         try:
             await service.start()
             await agent.start()
-            yield Running(service, settings, agent, nc, clock)
+            yield running
         finally:
             await agent.stop()
-            await service.stop()
-            await service.broker.stop()
+            # The scheduler running now: a test may have replaced the first (a restart); the one it
+            # replaced it stopped itself. Left running, its tasks hung the loop's close.
+            await running.scheduler.stop()
+            await running.scheduler.broker.stop()
             await nc.close()
 
     return _start
