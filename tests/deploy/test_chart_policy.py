@@ -94,11 +94,12 @@ def test_no_write_verbs_no_secrets_no_wildcards(profile: tuple[str, list[Obj]]) 
                 assert not set(rule["verbs"]) & WRITE_VERBS, where
 
 
-def test_authz_cache_may_review_and_list_namespaces_pods_and_services_only(rendered: dict[str, list[Obj]]) -> None:
+def test_authz_cache_may_review_and_list_namespaces_rolebindings_pods_and_services_only(rendered: dict[str, list[Obj]]) -> None:
     reviews = [
         {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
         {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]},
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings"], "verbs": ["list"]},
     ]
     index = {"apiGroups": [""], "resources": ["pods", "services"], "verbs": ["list"]}
 

@@ -1,6 +1,6 @@
 """authz-cache against real nats-server, Valkey and a real SimCluster over HTTPS.
 
-The service runs in-process (``build(settings).app.start()``); clients talk to it over NATS the way
+The service runs in-process (``build(settings).start()``); clients talk to it over NATS the way
 the gateway and agent do. One test also runs it as a process (``python -m sleuth_authz_cache``).
 """
 
@@ -88,7 +88,7 @@ def stack_config(sim, nats_url: str, redis_url: str, metrics_port: int = 0) -> d
 async def service(sim, nats_server, valkey, monkeypatch) -> AsyncIterator[object]:
     monkeypatch.setenv(TOKEN_ENV, sim.token("sleuth-authz"))
     parts = build(Settings(**stack_config(sim, nats_server.url, valkey.url)))
-    await parts.app.start()
+    await parts.start()  # as the service starts: subscribed and flushed, so the server routes to it
     try:
         yield parts
     finally:
@@ -146,6 +146,34 @@ async def test_cluster_kinds_and_secrets_of_the_demo_users(service, client, tena
     assert carol.secret_namespaces == carol.namespaces and "team-b" in carol.secret_namespaces
 
 
+async def test_rolebinding_candidates_give_every_user_the_scope_of_reviewing_every_namespace(
+        sim, snapshot, monkeypatch, tenant_scopes):
+    """On the real API (simcluster's RBAC): every user of the snapshot gets the same scope whether
+    authz-cache reviews the namespaces their RoleBindings name, or every namespace; the demo's
+    authz identity may list RoleBindings (the index is used), the fixture's may not (the fallback)."""
+    from sleuth_authz_cache.kubernetes import KubernetesBackend
+    from sleuth_authz_cache.metrics import Metrics
+    from sleuth_authz_cache.scope import ScopeResolver
+
+    monkeypatch.setenv(TOKEN_ENV, sim.token("sleuth-authz"))
+    settings = Settings(**stack_config(sim, "nats://127.0.0.1:1", "redis://127.0.0.1:1"))
+    backend = KubernetesBackend(settings.clusters, timeout=5)
+    metrics = Metrics()
+    fast = ScopeResolver(["demo"], backend, concurrency=8, metrics=metrics)
+    slow = ScopeResolver(["demo"], backend, concurrency=8, metrics=Metrics(), candidates="all")
+    users = yaml.safe_load((snapshot / "snapshot.yaml").read_text())["users"]
+    try:
+        for user, spec in users.items():
+            groups = (*spec.get("groups", ()), "system:authenticated")
+            a, b = await fast.resolve(user, groups), await slow.resolve(user, groups)
+            assert a.errors == b.errors == {} and a.clusters == b.clusters, user
+    finally:
+        await fast.aclose()
+        await backend.aclose()
+    used = "used" if snapshot != FIXTURE else "fallback"
+    assert metrics.binding_index.labels("demo", used)._value.get() == len(users)
+
+
 async def test_authenticate_with_tokenreview(service, client):
     alice = await ask_auth(client, "demo-alice-token")
     bad = await ask_auth(client, "not-a-demo-token")
@@ -201,7 +229,7 @@ async def test_untrusted_certificate_is_a_cluster_error(sim, nats_server, valkey
     config = stack_config(sim, nats_server.url, valkey.url)
     config["clusters"][0]["ca_file"] = ""  # system trust does not know simcluster's CA
     parts = build(Settings(**config))
-    await parts.app.start()
+    await parts.start()  # as the service starts: subscribed and flushed, so the server routes to it
     try:
         reply = await ask_scope(client, "carol", ("platform-admins",))
         auth = await ask_auth(client, "demo-carol-token")

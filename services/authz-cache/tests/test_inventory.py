@@ -188,7 +188,7 @@ async def bus(sim, nats_server, valkey, monkeypatch) -> AsyncIterator[NatsBroker
         clusters=[{"name": "demo", "api_server": sim.url, "ca_file": str(sim.ca_file), "authz_token_env": TOKEN_ENV}],
     )
     parts = build(settings)
-    await parts.app.start()
+    await parts.start()  # as the service starts: subscribed and flushed, so the server routes to it
     client = NatsBroker(nats_server.url)
     await client.connect()
     try:

@@ -6,11 +6,16 @@ HTTPS: ``scenarios/demo`` and :func:`sleuth.benches.big_snapshot.large_cluster` 
 
 - ``large_snapshot_generate`` / ``simcluster_load_*``: seconds to write the big snapshot, and for
   simcluster to load it and answer.
+- ``rolebinding_index_build_<cluster>``: authz-cache listing every RoleBinding (paged) into the
+  index of scope candidates (:mod:`sleuth_authz_cache.bindings`) — once per cluster per
+  ``authz.rolebinding_index_ttl``, shared by everyone.
 - ``cold_scope_<cluster>_<who>``: one scope resolution through authz-cache's own code
   (:class:`~sleuth_authz_cache.scope.ScopeResolver` over
   :class:`~sleuth_authz_cache.kubernetes.KubernetesBackend`, ``review_concurrency`` as configured by
-  default) for a team member, a member of two teams, a team lead, a cluster-wide viewer and an admin;
-  with the number of SubjectAccessReviews it took. Floor: one SubjectAccessReview round trip to the
+  default, the RoleBinding index built) for a team member, a member of two teams, a team lead, a
+  cluster-wide viewer and an admin; with the number of SubjectAccessReviews it took.
+  ``…_every_namespace``: the same person reviewed in every namespace (``authz.scope_candidates:
+  all``, the way before issue 16), for comparison. Floor: one SubjectAccessReview round trip to the
   same server. Target (issue 16): < 2 s.
 - ``warm_scope_<cluster>_local`` / ``_redis``: a cached lookup through
   :class:`~sleuth_authz_cache.service.AuthzService` with its real :class:`ScopeCache` on Valkey —
@@ -146,18 +151,37 @@ async def _measure(cluster: Cluster, askers: list[Asker], redis_url: str) -> Non
             await backend.access(cluster.name, probe.user, probe.groups, Access("get", "pods", "", "default"))
             sar.append((time.perf_counter() - t0) * 1e3)
         floor = statistics.median(sar[10:])
+        # As the service runs: one resolver whose RoleBinding index (one paged list per cluster, kept
+        # authz.rolebinding_index_ttl) serves every person; the first resolution pays for the build.
+        resolver = ScopeResolver([cluster.name], counting, concurrency=concurrency, metrics=Metrics())  # type: ignore[arg-type]
+        counting.reviews = 0
+        t0 = time.perf_counter()
+        await resolver._bindings.candidates(cluster.name, "", ())  # type: ignore[union-attr]
+        emit(f"rolebinding_index_build_{cluster.name}", (time.perf_counter() - t0) * 1e3, "ms",
+             "one SubjectAccessReview round trip", floor, TARGET_COLD,
+             bindings=resolver._bindings._built[cluster.name].index.bindings)  # type: ignore[union-attr]
+        exhaustive = ScopeResolver([cluster.name], counting, concurrency=concurrency, metrics=Metrics(),  # type: ignore[arg-type]
+                                   candidates="all")
         for a in askers:
-            resolver = ScopeResolver([cluster.name], counting, concurrency=concurrency, metrics=Metrics())  # type: ignore[arg-type]
-            counting.reviews = 0
-            t0 = time.perf_counter()
-            reply = await resolver.resolve(a.user, a.groups)
-            ms = (time.perf_counter() - t0) * 1e3
-            if reply.errors:
-                raise RuntimeError(f"scope of {a.user} on {cluster.name}: {reply.errors}")
-            scope = reply.clusters[cluster.name]
-            emit(f"cold_scope_{cluster.name}_{a.label}", ms, "ms", "one SubjectAccessReview round trip", floor,
-                 TARGET_COLD, reviews=counting.reviews, namespaces=len(scope.namespaces),
-                 cluster_wide=scope.cluster_wide, review_concurrency=concurrency)
+            scopes = []
+            for label, r in ((a.label, resolver), (f"{a.label}_every_namespace", exhaustive)):
+                if r is exhaustive and a.label not in ("tenant", "team_member", "cluster_viewer"):
+                    continue  # the old way, for comparison: a tenant and a cluster-wide reader are enough
+                counting.reviews = 0
+                t0 = time.perf_counter()
+                reply = await r.resolve(a.user, a.groups)
+                ms = (time.perf_counter() - t0) * 1e3
+                if reply.errors:
+                    raise RuntimeError(f"scope of {a.user} on {cluster.name}: {reply.errors}")
+                scope = reply.clusters[cluster.name]
+                scopes.append(scope)
+                if len(scopes) == 2 and scopes[0] != scopes[1]:  # the index must never change a scope
+                    raise RuntimeError(f"{a.user}: RoleBinding candidates gave {scopes[0]}, every namespace {scopes[1]}")
+                emit(f"cold_scope_{cluster.name}_{label}", ms, "ms", "one SubjectAccessReview round trip", floor,
+                     TARGET_COLD, reviews=counting.reviews, namespaces=len(scope.namespaces),
+                     secret_namespaces=len(scope.secret_namespaces), cluster_wide=scope.cluster_wide,
+                     review_concurrency=concurrency)
+        await resolver.aclose()
         for a in (askers[0], askers[-1]):  # a tenant's scope, and the largest stored one (an admin's)
             await _warm(cluster, backend, redis, a, concurrency)
     finally:

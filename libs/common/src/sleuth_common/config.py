@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -240,6 +240,15 @@ class AuthzSettings(_Group):
     """Seconds a client waits for authz-cache before answering "authorization is unavailable"."""
     review_concurrency: int = 8
     """Parallel per-namespace SubjectAccessReviews per scope resolution."""
+    scope_candidates: Literal["rolebindings", "all"] = "rolebindings"
+    """Which namespaces a scope resolution reviews for someone without cluster-wide access:
+    ``rolebindings`` — those whose RoleBindings name them, their groups or their service account
+    (under RBAC nothing else grants a namespace; each is still confirmed by a SubjectAccessReview, so
+    this can only narrow a scope); ``all`` — every namespace, one review each (slow on big clusters;
+    needed when an authorizer other than RBAC, e.g. a webhook, grants namespaces)."""
+    rolebinding_index_ttl: float = Field(default=30.0, gt=0)
+    """Seconds authz-cache keeps a cluster's RoleBinding index (``scope_candidates: rolebindings``).
+    A RoleBinding made meanwhile is seen after at most this long, or at once after ``sleuth.authz.invalidate``."""
     resolve_cache_ttl: float = 10.0
     """Seconds authz-cache keeps a cluster's IP → namespace index (``sleuth.authz.resolve``)."""
     backend_timeout: float = 2.0

@@ -82,6 +82,8 @@ def build(settings: Settings, *, backend: AuthzBackend | None = None) -> AuthzCa
         metrics,
         review_concurrency=settings.authz.review_concurrency,
         resolve_ttl=settings.authz.resolve_cache_ttl,
+        scope_candidates=settings.authz.scope_candidates,
+        rolebinding_index_ttl=settings.authz.rolebinding_index_ttl,
         inventory_max_bytes=settings.authz_cache.inventory_max_bytes,
         # Signs each authenticated identity for the agent (a job names whom it acts for).
         signer=signer_from_settings(settings.identity, issuer=AUTHZ_ISSUER, ttl=settings.identity.job_ttl),

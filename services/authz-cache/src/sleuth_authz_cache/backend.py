@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Protocol
 
-__all__ = ["Access", "AuthzBackend", "BackendError", "TokenIdentity"]
+__all__ = ["Access", "AuthzBackend", "BackendError", "Forbidden", "TokenIdentity"]
 
 
 class BackendError(Exception):
@@ -17,6 +17,10 @@ class BackendError(Exception):
 
     ``str(err)`` is a short reason meant for the reply's ``errors`` map and logs.
     """
+
+
+class Forbidden(BackendError):
+    """The cluster refused authz-cache's own identity (403): a permission it lacks, not an outage."""
 
 
 class TokenIdentity(NamedTuple):
@@ -59,6 +63,12 @@ class AuthzBackend(Protocol):
     async def list_objects(self, cluster: str, resource: str) -> list[dict[str, Any]]:
         """Every ``pods`` / ``services`` / ``endpoints`` object of the cluster (for IP resolution and
         the name inventory). A backend that cannot list answers ``BackendError`` (fail closed)."""
+        ...
+
+    async def role_bindings(self, cluster: str) -> list[dict[str, Any]]:
+        """Every RoleBinding of the cluster (candidates of a scope, :mod:`sleuth_authz_cache.bindings`).
+        :class:`Forbidden` when the authz identity may not list them. Optional: a backend without it
+        is reviewed namespace by namespace."""
         ...
 
     async def aclose(self) -> None:

@@ -4,7 +4,9 @@ One ``httpx.AsyncClient`` per cluster, made on first use, trusting the cluster's
 authenticating with the cluster's authz token (``authz_token_env`` / ``authz_token_file``, read at
 every call so a rotated service-account token is picked up). That identity needs ``create`` on
 ``subjectaccessreviews`` and ``tokenreviews`` and ``list`` on ``namespaces`` — and ``list`` on
-``pods``, ``services`` and ``endpoints`` to answer ``sleuth.authz.resolve`` and ``sleuth.authz.inventory``.
+``pods``, ``services`` and ``endpoints`` to answer ``sleuth.authz.resolve`` and ``sleuth.authz.inventory``,
+and ``list`` on ``rbac.authorization.k8s.io/rolebindings`` to resolve scopes quickly on big clusters
+(:mod:`sleuth_authz_cache.bindings`; without it every namespace is reviewed).
 
 TODO(mcp-authz): a second backend speaking the HTTP API of snapp-incubator/mcp-authz (DESIGN §1),
 for sites that run it, comes in its own issue; it implements :class:`~sleuth_authz_cache.backend.AuthzBackend`.
@@ -19,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from sleuth_authz_cache.backend import Access, BackendError, TokenIdentity
+from sleuth_authz_cache.backend import Access, BackendError, Forbidden, TokenIdentity
 from sleuth_common.config import ClusterSettings
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,7 @@ __all__ = ["KubernetesBackend"]
 _SAR_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 _TOKEN_REVIEW_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 _NAMESPACES_PATH = "/api/v1/namespaces"
+_ROLEBINDINGS_PATH = "/apis/rbac.authorization.k8s.io/v1/rolebindings"
 _PAGE = 500
 
 
@@ -76,11 +79,17 @@ class KubernetesBackend:
     async def list_objects(self, cluster: str, resource: str) -> list[dict[str, Any]]:
         """Every object of a core ``resource`` (pods, services, endpoints) across namespaces,
         as the authz identity may list them (for ``sleuth.authz.resolve``)."""
+        return await self._list(cluster, f"/api/v1/{resource}", f"list {resource}")
+
+    async def role_bindings(self, cluster: str) -> list[dict[str, Any]]:
+        return await self._list(cluster, _ROLEBINDINGS_PATH, "list rolebindings")
+
+    async def _list(self, cluster: str, path: str, what: str) -> list[dict[str, Any]]:
+        """Every item of a list, page by page (``limit``/``continue``)."""
         items: list[dict[str, Any]] = []
         params: dict[str, Any] = {"limit": _PAGE}
-        path = f"/api/v1/{resource}"
         while True:
-            doc = await self._call(cluster, "GET", path, params=params, what=f"list {resource}")
+            doc = await self._call(cluster, "GET", path, params=params, what=what)
             items.extend(i for i in doc.get("items") or [] if isinstance(i, dict))
             cont = (doc.get("metadata") or {}).get("continue")
             if not cont:
@@ -141,7 +150,7 @@ class KubernetesBackend:
         if resp.status_code == 401:
             raise BackendError("authz credentials rejected (401)")
         if resp.status_code == 403:
-            raise BackendError(f"authz identity may not {what} (403)")
+            raise Forbidden(f"authz identity may not {what} (403)")
         if resp.status_code >= 400:
             raise BackendError(f"HTTP {resp.status_code}: {_status_message(resp)}")
         try:

@@ -58,4 +58,11 @@ class Metrics:
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=r,
         )
+        self.binding_index = Counter(
+            "sleuth_authz_binding_index",
+            "Scope resolutions by how their candidate namespaces were found: used (the RoleBinding index), "
+            "fallback (every namespace: authz-cache may not list rolebindings), error (the index could not be built)",
+            ["cluster", "outcome"],
+            registry=r,
+        )
         self.crashes = handler_crashes(r, "authz-cache", "scope")

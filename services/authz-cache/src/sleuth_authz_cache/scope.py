@@ -1,12 +1,16 @@
 """Resolving a scope from the backends, per cluster (SubjectAccessReviews only):
 
 1. ``get pods`` at cluster scope → ``cluster_wide`` (then ``namespaces`` = every namespace, a
-   courtesy list); else ``get pods`` in each namespace → ``namespaces``.
+   courtesy list); else ``get pods`` in each *candidate* namespace → ``namespaces``. The candidates
+   are the namespaces whose RoleBindings name the asker (:mod:`sleuth_authz_cache.bindings`: under
+   RBAC nothing else can grant them a namespace), or every namespace with
+   ``authz.scope_candidates: all`` or when authz-cache may not list RoleBindings.
 2. ``cluster_kinds`` (concurrently with 1's namespace reviews): for a cluster-wide user one
    ``list`` on ``*``/``*`` at cluster scope grants every kind of ``CLUSTER_KINDS``; otherwise (and for
    everyone else) one ``list`` review per kind, at cluster scope.
 3. ``secret_namespaces``: for a cluster-wide user one ``get secrets`` at cluster scope grants all of
-   ``namespaces``; otherwise one ``get secrets`` review per namespace of ``namespaces``.
+   ``namespaces``; otherwise one ``get secrets`` review per namespace of ``namespaces`` that is a
+   candidate.
 
 All reviews of one resolution share one bound, ``review_concurrency``. No caching here (see
 :mod:`sleuth_authz_cache.service`). Each cluster is resolved independently and concurrently; a
@@ -19,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from sleuth_authz_cache.backend import Access, AuthzBackend, BackendError
+from sleuth_authz_cache.bindings import Bindings
 from sleuth_authz_cache.metrics import Metrics
 from sleuth_common.messages import ClusterScope, ScopeReply
 from sleuth_common.messages.authz import CLUSTER_KINDS
@@ -31,14 +36,28 @@ log = logging.getLogger(__name__)
 __all__ = ["ScopeResolver"]
 
 
+Candidates = Literal["rolebindings", "all"]
+
+
 class ScopeResolver:
     def __init__(
-        self, clusters: Sequence[str], backend: AuthzBackend, *, concurrency: int, metrics: Metrics
+        self, clusters: Sequence[str], backend: AuthzBackend, *, concurrency: int, metrics: Metrics,
+        candidates: Candidates = "rolebindings", bindings_ttl: float = 30.0,
     ) -> None:
         self._clusters = list(clusters)
         self._backend = backend
         self._concurrency = max(1, concurrency)
         self._metrics = metrics
+        self._bindings = Bindings(backend, ttl=bindings_ttl) if candidates == "rolebindings" else None
+
+    def invalidate(self) -> None:
+        """Someone's access changed: the next resolution reads the RoleBindings again."""
+        if self._bindings is not None:
+            self._bindings.invalidate()
+
+    async def aclose(self) -> None:
+        if self._bindings is not None:
+            await self._bindings.aclose()
 
     async def resolve(self, user: str, groups: tuple[str, ...]) -> ScopeReply:
         results = await asyncio.gather(*(self._cluster_or_error(c, user, groups) for c in self._clusters))
@@ -71,14 +90,28 @@ class ScopeResolver:
             async with sem:
                 return await self._review(cluster, user, groups, access)
 
-        cluster_wide = await allowed(_PODS)
-        namespaces, kinds = await _all([self._namespaces(cluster, cluster_wide, allowed),
+        # gather: the two run together; a failure of either is raised (and the other's retrieved).
+        cluster_wide, candidates = await asyncio.gather(allowed(_PODS), self._candidates(cluster, user, groups))
+        namespaces, kinds = await _all([self._namespaces(cluster, cluster_wide, candidates, allowed),
                                         self._kinds(cluster_wide, allowed)])
-        secrets = await self._secrets(tuple(namespaces), cluster_wide, allowed)
+        secrets = await self._secrets(tuple(namespaces), cluster_wide, candidates, allowed)
         return ClusterScope(namespaces=tuple(namespaces), cluster_wide=cluster_wide,
                             cluster_kinds=tuple(kinds), secret_namespaces=secrets)
 
-    async def _namespaces(self, cluster: str, cluster_wide: bool, allowed: _Allowed) -> list[str]:
+    async def _candidates(self, cluster: str, user: str, groups: tuple[str, ...]) -> frozenset[str] | None:
+        """Namespaces that may grant the asker anything; None = every namespace must be reviewed."""
+        if self._bindings is None or not self._bindings.available:
+            return None
+        try:
+            found = await self._bindings.candidates(cluster, user, groups)
+        except BackendError:
+            self._metrics.binding_index.labels(cluster, "error").inc()
+            raise
+        self._metrics.binding_index.labels(cluster, "fallback" if found is None else "used").inc()
+        return None if found is None else frozenset(found)
+
+    async def _namespaces(self, cluster: str, cluster_wide: bool, candidates: frozenset[str] | None,
+                          allowed: _Allowed) -> list[str]:
         if cluster_wide:
             try:
                 names = await self._backend.namespaces(cluster)
@@ -87,7 +120,10 @@ class ScopeResolver:
                 log.info("cluster %s: cannot list namespaces for a cluster-wide scope: %s", cluster, e)
                 names = []
             return sorted(set(names))
-        names = sorted(set(await self._backend.namespaces(cluster)))
+        if candidates is None:
+            names = sorted(set(await self._backend.namespaces(cluster)))
+        else:
+            names = sorted(candidates)
         return _kept(names, await _all([allowed(Access("get", "pods", "", ns)) for ns in names]))
 
     @staticmethod
@@ -99,12 +135,14 @@ class ScopeResolver:
         return _kept([plural for plural, _ in kinds], oks)
 
     @staticmethod
-    async def _secrets(namespaces: tuple[str, ...], cluster_wide: bool, allowed: _Allowed) -> tuple[str, ...]:
+    async def _secrets(namespaces: tuple[str, ...], cluster_wide: bool, candidates: frozenset[str] | None,
+                       allowed: _Allowed) -> tuple[str, ...]:
         if not namespaces:
             return ()
         if cluster_wide and await allowed(Access("get", "secrets")):
             return namespaces
-        return tuple(_kept(namespaces, await _all([allowed(Access("get", "secrets", "", ns)) for ns in namespaces])))
+        check = namespaces if candidates is None else tuple(ns for ns in namespaces if ns in candidates)
+        return tuple(_kept(check, await _all([allowed(Access("get", "secrets", "", ns)) for ns in check])))
 
     async def _review(self, cluster: str, user: str, groups: tuple[str, ...], access: Access) -> bool:
         try:

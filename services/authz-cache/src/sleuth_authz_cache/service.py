@@ -25,7 +25,7 @@ from sleuth_authz_cache.backend import AuthzBackend, BackendError, TokenIdentity
 from sleuth_authz_cache.cache import ScopeCache, normalize_groups
 from sleuth_authz_cache.metrics import Metrics
 from sleuth_authz_cache.resolve import Resolver
-from sleuth_authz_cache.scope import ScopeResolver
+from sleuth_authz_cache.scope import Candidates, ScopeResolver
 from sleuth_common.identity import IdentityError, IdentitySigner
 from sleuth_common.messages import AuthenticateReply, ResolveReply, ResolveRequest, ScopeReply
 from sleuth_common.messages.authz import InventoryReply, InventoryRequest
@@ -55,6 +55,8 @@ class AuthzService:
         *,
         review_concurrency: int,
         resolve_ttl: float = 10.0,
+        scope_candidates: Candidates = "rolebindings",
+        rolebinding_index_ttl: float = 30.0,
         inventory_max_bytes: int = 900_000,
         signer: IdentitySigner | None = None,
         job_audience: str = "sleuth-agent",
@@ -66,7 +68,8 @@ class AuthzService:
         self._backend = backend
         self._cache = cache
         self._metrics = metrics
-        self._resolver = ScopeResolver(clusters, backend, concurrency=review_concurrency, metrics=metrics)
+        self._resolver = ScopeResolver(clusters, backend, concurrency=review_concurrency, metrics=metrics,
+                                       candidates=scope_candidates, bindings_ttl=rolebinding_index_ttl)
         self._inflight: dict[str, asyncio.Task[ScopeReply]] = {}
         self._epochs: dict[str, int] = {}
         self._running: set[asyncio.Task[ScopeReply]] = set()
@@ -116,6 +119,7 @@ class AuthzService:
     async def invalidate(self, user: str) -> int:
         """Drop every cached scope of ``user``; in-flight resolutions for them are not cached."""
         self._epochs[user] = self._epochs.get(user, 0) + 1
+        self._resolver.invalidate()  # their RoleBindings may be what changed
         prefix = self._cache.scope_key(user, ()).rsplit(":", 1)[0] + ":"
         for key in [k for k in self._inflight if k.startswith(prefix)]:
             self._inflight.pop(key, None)  # new requests start a fresh resolution
@@ -190,6 +194,7 @@ class AuthzService:
 
     async def aclose(self) -> None:
         await self._ips.aclose()
+        await self._resolver.aclose()
         tasks = list(self._running)
         self._inflight.clear()
         for t in tasks:
