@@ -1,0 +1,156 @@
+"""Runbooks (issue 17): strict parsing with reasons, BM25 + tag search, visibility by scope."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sleuth_agent.knowledge import RunbookError, RunbookIndex, Visibility, parse_runbook, query_tags, tokens
+
+PG = """---
+title: Postgres disk full
+tags: [alert:PostgresDiskFull, family:disk_full, workload:postgres, namespace:team-a]
+---
+When the data volume fills, Postgres stops accepting writes.
+
+1. Look at the alert's pod and confirm the volume usage with df.
+2. Delete old WAL archives only if archiving is healthy.
+3. Expand the PersistentVolumeClaim: `kubectl -n team-a patch pvc data-postgres-0 ...`
+"""
+
+CRASH = """---
+title: Crash loops after a deploy
+tags: [family:crashloop, alert:KubePodCrashLooping]
+---
+1. Read the previous container's logs.
+2. Roll back the Deployment if the new image is at fault.
+"""
+
+DNS = """---
+title: DNS lookups fail
+tags: [family:dns]
+---
+CoreDNS pods OOMKilled make lookups time out; check their memory limit.
+"""
+
+B_ONLY = """---
+title: Billing queue backlog in team-b
+tags: [namespace:team-b, workload:billing-worker, family:crashloop]
+---
+1. The billing-worker crash loops when the ledger-db secret rotates; restart ledger-sync.
+"""
+
+
+def index() -> RunbookIndex:
+    return RunbookIndex(parse_runbook(t, id=i) for i, t in
+                        (("pg-disk", PG), ("crash", CRASH), ("dns", DNS), ("billing", B_ONLY)))
+
+
+TEAM_A = Visibility("prod-1", frozenset({"team-a"}))
+TEAM_B = Visibility("prod-1", frozenset({"team-b"}))
+
+
+def test_a_runbook_parses_and_round_trips() -> None:
+    rb = parse_runbook(PG, id="pg-disk", source="dir:pg.md")
+    assert rb.title == "Postgres disk full"
+    assert rb.tags == ("alert:postgresdiskfull", "family:disk_full", "workload:postgres", "namespace:team-a")
+    assert rb.tagged("namespace") == ("team-a",) and rb.tagged("cluster") == ()
+    assert rb.body.startswith("When the data volume fills")
+    again = parse_runbook(rb.to_text(), id="pg-disk", source="dir:pg.md")
+    assert again == rb
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("# no front matter\nbody", "no front matter"),
+    ("---\ntitle: x\nbody without end", "not closed"),
+    ("---\ntitle: [unclosed\n---\nbody", "not valid YAML"),
+    ("---\n- a list\n---\nbody", "must be a mapping"),
+    ("---\ntitle: x\nowner: me\n---\nbody", "unknown front matter key(s): owner"),
+    ("---\ntags: [family:dns]\n---\nbody", "title: is missing"),
+    ("---\ntitle: x\ntags: family:dns\n---\nbody", "tags: must be a list"),
+    ("---\ntitle: x\ntags: ['has space']\n---\nbody", "invalid tag"),
+    ("---\ntitle: x\ntags: [colour:red]\n---\nbody", "unknown tag kind 'colour'"),
+    ("---\ntitle: x\n---\n\n  \n", "the body is empty"),
+    ("---\ntitle: x\n---\nbell \x07 here", "control characters"),
+    ("---\ntitle: " + "t" * 201 + "\n---\nbody", "longer than 200"),
+    ("---\ntitle: x\n---\n" + "y" * 70_000, "too big: 70017 bytes, at most 65536"),
+])
+def test_a_bad_runbook_is_refused_with_the_reason(text: str, reason: str) -> None:
+    with pytest.raises(RunbookError, match=None) as err:
+        parse_runbook(text, id="x")
+    assert reason in str(err.value)
+
+
+def test_a_bad_id_is_refused() -> None:
+    for bad in ("", "UPPER", "has space", "-lead", "x" * 64, "../etc"):
+        with pytest.raises(RunbookError, match="invalid id"):
+            parse_runbook(PG, id=bad)
+
+
+def test_tag_matches_rank_above_text_and_name_the_step() -> None:
+    hits = index().search("postgres volume is full, writes fail", query_tags(alert="PostgresDiskFull"),
+                          visible=TEAM_A)
+    assert hits[0].runbook.id == "pg-disk" and hits[0].matched_tags == ("alert:postgresdiskfull",)
+    assert hits[0].step is not None and hits[0].step[0] == 3  # shares postgres and volume: the most words
+    hits = index().search("confirm usage with df", query_tags(alert="PostgresDiskFull"), visible=TEAM_A)
+    assert hits[0].step == (1, "Look at the alert's pod and confirm the volume usage with df.")
+    # a tag match wins over a better text match
+    hits = index().search("coredns lookups time out memory", query_tags(family="crashloop"), visible=TEAM_A)
+    assert [h.runbook.id for h in hits][:2] == ["crash", "dns"]
+
+
+def test_tagged_only_links_nothing_on_text_alone() -> None:
+    idx = index()
+    assert idx.search("coredns lookups time out", visible=TEAM_A, tagged_only=True) == []
+    assert [h.runbook.id for h in idx.search("coredns lookups time out", visible=TEAM_A)] == ["dns"]
+
+
+def test_camel_case_alert_names_match_their_words() -> None:
+    assert {"kube", "pod", "crash", "looping", "kubepodcrashlooping"} <= set(tokens("KubePodCrashLooping"))
+    hits = index().search("why is KubePodCrashLooping firing", visible=TEAM_A)
+    assert hits[0].runbook.id == "crash"
+
+
+def test_a_runbook_tagged_with_a_namespace_is_shown_only_to_its_readers() -> None:
+    idx = index()
+    query = ("billing-worker crash loops after ledger-db secret rotation", query_tags(family="crashloop",
+                                                                                    workload="billing-worker"))
+    assert "billing" in [h.runbook.id for h in idx.search(*query, visible=TEAM_B)]
+    seen_by_a = idx.search(*query, visible=TEAM_A, k=10)
+    assert "billing" not in [h.runbook.id for h in seen_by_a]
+    assert all("ledger" not in h.runbook.body for h in seen_by_a)
+    assert "billing" in [h.runbook.id for h in idx.search(*query, visible=Visibility("prod-1", frozenset(),
+                                                                                        cluster_wide=True))]
+
+
+def test_every_tagged_namespace_is_needed_and_a_cluster_tag_limits_the_cluster() -> None:
+    both = parse_runbook("---\ntitle: shared\ntags: [namespace:team-a, namespace:team-b, cluster:prod-1]\n---\nx",
+                         id="shared")
+    assert not TEAM_A.allows(both) and not TEAM_B.allows(both)
+    assert Visibility("prod-1", frozenset({"team-a", "team-b"})).allows(both)
+    assert not Visibility("prod-2", frozenset({"team-a", "team-b"})).allows(both)
+
+
+def test_an_empty_index_finds_nothing() -> None:
+    assert RunbookIndex([]).search("anything", visible=TEAM_A) == []
+    assert index().search("", visible=TEAM_A) == []
+
+
+_ns = st.sampled_from(["team-a", "team-b", "team-c", "ops"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(docs=st.lists(st.tuples(st.lists(_ns, max_size=2), st.sampled_from(["crashloop", "dns", "oom"])),
+                     min_size=1, max_size=8),
+       mine=st.frozensets(_ns, max_size=3), family=st.sampled_from(["crashloop", "dns", "oom"]))
+def test_search_never_returns_a_runbook_outside_the_askers_scope(docs, mine, family) -> None:
+    runbooks = [parse_runbook("---\ntitle: t{0}\ntags: [{1}]\n---\n1. fix the {2} thing\n".format(
+        i, ", ".join([f"family:{fam}", *(f"namespace:{n}" for n in nss)]), fam), id=f"d{i}")
+        for i, (nss, fam) in enumerate(docs)]
+    hits = RunbookIndex(runbooks).search(f"{family} thing", query_tags(family=family),
+                                         visible=Visibility("c", mine), k=20)
+    for h in hits:
+        assert set(h.runbook.tagged("namespace")) <= mine
+    expected = {r.id for r in runbooks if set(r.tagged("namespace")) <= mine}
+    assert {h.runbook.id for h in hits} == expected  # every visible one matches on "thing"
