@@ -21,6 +21,7 @@ from sleuth_agent.handlers import AUTHZ_UNAVAILABLE
 from sleuth_agent.worker import JobWorker
 from sleuth_common.identity import IdentitySigner, generate_keypair
 from sleuth_common.messages import (
+    AlertRef,
     ClusterScope,
     InvestigationJob,
     InvestigationResult,
@@ -321,4 +322,72 @@ async def test_an_answer_never_goes_to_a_reply_subject_the_publisher_chose(stack
             assert result.status == "diagnosed" and not overheard
         await sub.unsubscribe()
     finally:
+        await nc.drain()
+
+
+RUNBOOKS = {
+    # tagged for team-a's failure: alice's answer links it
+    "oom-team-a": "---\ntitle: Memory limits in team-a\ntags: [family:oom_killed, namespace:team-a]\n---\n"
+                  "1. Compare the container's memory use with its limit.\n2. Raise the memory limit of the "
+                  "deployment and watch the memory graph.\n",
+    # the same family, but team-b's: never shown to alice, though its tags match her answer best
+    "oom-team-b": "---\ntitle: Ledger sizing for team-b\ntags: [family:oom_killed, workload:checkout-api, "
+                  "namespace:team-b]\n---\n1. The ledger-replayer in team-b needs 2Gi; raise the memory limit.\n",
+    "crashing-alert": "---\ntitle: Crash looping pods\ntags: [alert:KubePodCrashLooping]\n---\n"
+                      "1. Read the previous logs of the container.\n",
+    "broken": "---\ntitle: no body\n---\n",
+}
+
+
+async def test_answers_link_the_runbook_their_tags_match_and_only_one_the_asker_may_see(
+        stack, nats_server, valkey, tmp_path) -> None:
+    from redis.asyncio import Redis
+
+    from sleuth_agent.knowledge import RunbookStore, parse_runbook
+
+    books = tmp_path / "runbooks"
+    books.mkdir()
+    for id, text in RUNBOOKS.items():
+        (books / f"{id}.md").write_text(text)
+    settings = agent_settings(stack, nats_server.url, valkey.url)
+    settings = settings.model_copy(update={"knowledge": settings.knowledge.model_copy(
+        update={"runbooks_dir": str(books), "reload_interval": 0.2})})
+    nc = await nats.connect(nats_server.url)
+    redis = Redis.from_url(valkey.url)
+    try:
+        async with authz_responder(nc), running_agent(settings) as agent:
+            asker = Asker(nc)
+            job = job_for("alice", "what is failing in team-a?")
+            await asker.submit(job)
+            result = await asker.result(job)
+            assert result.root_cause is not None and result.root_cause.family == "oom_killed"
+            assert "**Runbook:** *Memory limits in team-a* (`oom-team-a`) — step 2 applies: Raise the memory limit" \
+                in result.answer_markdown
+            assert "team-b" not in result.answer_markdown and "ledger" not in result.answer_markdown.lower()
+            assert len(agent.knowledge.index) == 3  # the broken one skipped, the others loaded
+
+            # an alert's name matches a runbook's alert: tag
+            job = job_for("alice", "", alerts=(AlertRef(labels={"alertname": "KubePodCrashLooping",
+                                                                 "namespace": "team-a"}),))
+            await asker.submit(job)
+            assert "*Crash looping pods*" in (await asker.result(job)).answer_markdown
+
+            # a runbook added through chat (Redis) is used once the version moves, and the
+            # directory's wins over it for the same id
+            store = RunbookStore(redis, "sleuth")
+            text = RUNBOOKS["oom-team-a"].replace("Memory limits in team-a", "Chat edition")
+            await store.put(parse_runbook(text, id="oom-team-a"), text, by="carol")
+            chat = text.replace("oom-team-a", "x").replace("Chat edition", "From chat").replace(
+                "namespace:team-a", "workload:checkout-api")
+            await store.put(parse_runbook(chat, id="from-chat"), chat, by="carol")
+            async with asyncio.timeout(10):
+                while len(agent.knowledge.index) != 4:
+                    await asyncio.sleep(0.1)
+            job = job_for("alice", "what is failing in team-a?")
+            await asker.submit(job)
+            answer = (await asker.result(job)).answer_markdown
+            assert "*From chat* (`from-chat`)" in answer  # family and workload match: ranked first
+            assert "Chat edition" not in answer
+    finally:
+        await redis.aclose()
         await nc.drain()

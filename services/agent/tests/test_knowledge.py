@@ -154,3 +154,73 @@ def test_search_never_returns_a_runbook_outside_the_askers_scope(docs, mine, fam
         assert set(h.runbook.tagged("namespace")) <= mine
     expected = {r.id for r in runbooks if set(r.tagged("namespace")) <= mine}
     assert {h.runbook.id for h in hits} == expected  # every visible one matches on "thing"
+
+
+# -- loading: directory and Redis, failures ---------------------------------------------------------
+
+async def test_the_directory_reloads_on_change_and_a_dead_redis_leaves_it_serving(tmp_path) -> None:
+    import time as _time
+
+    from redis.asyncio import Redis
+
+    from sleuth.embedded import free_port
+    from sleuth_agent.knowledge import Knowledge, RunbookStore
+
+    (tmp_path / "dns.md").write_text(DNS)
+    (tmp_path / "notes.txt").write_text("not a runbook file")
+    dead = Redis.from_url(f"redis://127.0.0.1:{free_port()}/0", socket_connect_timeout=0.2)
+    kb = Knowledge(str(tmp_path), RunbookStore(dead, "t"), reload_interval=3600)
+    try:
+        assert await kb.refresh(force=True)
+        assert [r.id for r in kb.index.runbooks] == ["dns"]
+        assert not await kb.refresh()  # within the interval: not even checked
+        (tmp_path / "crash.md").write_text(CRASH)
+        assert await kb.refresh(force=True)
+        assert [r.id for r in kb.index.runbooks] == ["crash", "dns"]
+        assert not await kb.refresh(force=True)  # nothing changed
+        (tmp_path / "dns.md").write_text(DNS.replace("DNS lookups fail", "DNS is down"))
+        stamp = _time.time() + 5
+        import os
+
+        os.utime(tmp_path / "dns.md", (stamp, stamp))
+        assert await kb.refresh(force=True)
+        assert {r.title for r in kb.index.runbooks} == {"Crash loops after a deploy", "DNS is down"}
+    finally:
+        await dead.aclose()
+
+
+async def test_max_runbooks_keeps_the_directory_first(tmp_path, valkey) -> None:
+    from redis.asyncio import Redis
+
+    from sleuth_agent.knowledge import Knowledge, RunbookStore
+
+    (tmp_path / "dns.md").write_text(DNS)
+    redis = Redis.from_url(valkey.url)
+    store = RunbookStore(redis, "t")
+    try:
+        for id, text in (("aaa", CRASH), ("bbb", PG)):
+            await store.put(parse_runbook(text, id=id), text, by="carol")
+        await redis.set("t:agent:kb:runbook:ccc", "{not json")
+        await redis.sadd("t:agent:kb:ids", "ccc")
+        kb = Knowledge(str(tmp_path), store, max_runbooks=2)
+        await kb.refresh(force=True)
+        assert [r.id for r in kb.index.runbooks] == ["aaa", "dns"]
+        assert {r.source for r in kb.index.runbooks} == {"chat:carol", "dir:dns.md"}
+        assert await store.delete("aaa") and not await store.delete("aaa")
+        await kb.refresh(force=True)
+        assert [r.id for r in kb.index.runbooks] == ["bbb", "dns"]
+    finally:
+        await redis.aclose()
+
+
+async def test_a_slow_search_is_dropped_not_waited_for(monkeypatch) -> None:
+    import time as _time
+
+    from sleuth_agent.knowledge import Knowledge
+
+    kb = Knowledge("", None, search_timeout=0.05)
+    kb._loaded = kb._loaded.__class__(index(), (), 0, 0)
+    monkeypatch.setattr(type(kb.index), "search", lambda *a, **k: _time.sleep(0.5) or [])
+    t0 = _time.perf_counter()
+    assert await kb.search("crash", query_tags(family="crashloop"), [TEAM_A]) == []
+    assert _time.perf_counter() - t0 < 0.4

@@ -16,6 +16,7 @@ from redis.asyncio import Redis
 
 from sleuth_agent.diagnostics import DiagnosticsResponder, diagnostics_router
 from sleuth_agent.handlers import JobHandler
+from sleuth_agent.knowledge import Knowledge, RunbookStore
 from sleuth_agent.llm import LlmInvestigator, make_llm_investigator
 from sleuth_agent.metrics import HealthServer, Metrics, health_app
 from sleuth_agent.settings import Settings
@@ -47,6 +48,8 @@ class Agent:
     diagnostics: DiagnosticsResponder | None = None
     llm: LlmInvestigator | None = None
     audit: AuditLog | None = None
+    knowledge: Knowledge | None = None
+    _knowledge_task: asyncio.Task[None] | None = field(default=None, repr=False)
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -77,6 +80,12 @@ class Agent:
             self.llm = make_llm_investigator(self.settings, self.metrics, self.redis)
         verifier = job_verifier_from_settings(self.settings.identity)
         self.deps.watch_redis()
+        kb = self.settings.knowledge
+        if kb.enabled and self.knowledge is None:
+            self.knowledge = Knowledge(kb.runbooks_dir, RunbookStore(self.redis, self.settings.prefix),
+                                       max_runbooks=kb.max_runbooks, max_bytes=kb.max_runbook_bytes,
+                                       reload_interval=kb.reload_interval, search_timeout=kb.search_timeout)
+            self._knowledge_task = asyncio.create_task(self.knowledge.run(), name="agent-runbooks")
         await until_up(functools.partial(self._pull_jobs, verifier), self.deps.nats_retry)
 
     async def _after_broker(self) -> None:
@@ -97,13 +106,17 @@ class Agent:
             self.audit = AuditLog(Subjects(self.settings.prefix), "agent", self.settings.audit, self.metrics.registry)
             await self.audit.start(nc, self.settings.jetstream.replicas)
         self.handler = JobHandler(nc, self.settings, self.metrics, self.redis, self.llm, verifier=verifier,
-                                  audit=self.audit)
+                                  audit=self.audit, knowledge=self.knowledge)
         worker = JobWorker(nc, Subjects(self.settings.prefix), self.settings.agent, self.handler.handle, self.metrics,
                            stream_replicas=self.settings.jetstream.replicas)
         await worker.start()
         self.worker = worker
 
     async def stop(self) -> None:
+        if self._knowledge_task is not None:
+            self._knowledge_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._knowledge_task
         if self.diagnostics is not None:
             await self.diagnostics.aclose()
         if self.worker is not None:

@@ -20,6 +20,7 @@ from nats.errors import Error as NatsError
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from sleuth_agent.knowledge import Knowledge, facts, runbook_line, visibilities
 from sleuth_agent.llm import LlmInvestigator, LlmRun
 from sleuth_agent.metrics import Metrics, ToolMetrics
 from sleuth_agent.rca import investigate
@@ -157,8 +158,10 @@ class JobHandler:
         llm: LlmInvestigator | None = None,
         verifier: IdentityVerifier | None = None,
         audit: AuditLog | None = None,
+        knowledge: Knowledge | None = None,
     ) -> None:
         self.nc = nc
+        self.knowledge = knowledge
         self.llm = llm
         self.verifier = verifier
         self.settings = settings
@@ -303,7 +306,27 @@ class JobHandler:
                         result, llm_run = await self.llm.run(
                             job, scope, result, started=started, progress=progress, on_audit=audit
                         )
+                    result = await self._with_runbook(job, scope, result)
         return await self._publish(job, result, started, llm_run)
+
+    async def _with_runbook(self, job: InvestigationJob, scope: ScopeReply,
+                            result: InvestigationResult) -> InvestigationResult:
+        """The answer with a line linking the best runbook whose tags match its facts, when there is
+        one the asker (every reader) may see; unchanged otherwise or when the search fails."""
+        if self.knowledge is None or not len(self.knowledge.index):
+            return result
+        if result.status != "diagnosed" and not (job.alerts and result.status == "healthy"):
+            return result
+        text, tags = facts(job, result)
+        if not tags:
+            return result
+        hits = await self.knowledge.search(text, tags, visibilities(job, scope), tagged_only=True)
+        if not hits:
+            return result
+        family = result.root_cause.family if result.root_cause else ""
+        self.metrics.runbook_hits.labels(family or "none").inc()
+        answer = f"{result.answer_markdown.rstrip()}\n\n{runbook_line(hits[0])}\n"
+        return result.model_copy(update={"answer_markdown": answer})
 
     async def _report(self, job: InvestigationJob, scope: ScopeReply, progress: ProgressCallback,
                       audit: AuditCallback) -> InvestigationResult:

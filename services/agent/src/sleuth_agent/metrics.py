@@ -77,6 +77,12 @@ class Metrics:
             registry=self.registry,
         )
         self.crashes = handler_crashes(self.registry, "agent", "job")
+        self.runbook_hits = Counter(
+            "sleuth_agent_runbook_hits",
+            "Answers that linked a runbook, by the root cause's family",
+            ["family"],
+            registry=self.registry,
+        )
         self.authz_unavailable = Counter(
             "sleuth_agent_authz_unavailable",
             "Jobs answered \"authorization is unavailable\": authz-cache did not answer the scope request",

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sleuth_common.config import ServiceSettings
 from sleuth_common.llm import LlmSettings
 
-__all__ = ["AgentSettings", "LimitsSettings", "Settings"]
+__all__ = ["AgentSettings", "KnowledgeSettings", "LimitsSettings", "Settings"]
 
 
 class AgentSettings(BaseModel):
@@ -82,6 +82,27 @@ class LimitsSettings(BaseModel):
     When reached, answers come from the deterministic investigator alone, saying so."""
 
 
+class KnowledgeSettings(BaseModel):
+    """Runbooks in answers (``sleuth_agent.knowledge``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    runbooks_dir: str = ""
+    """A directory of runbooks (``*.md`` with front matter ``title`` and ``tags``): a ConfigMap
+    mounted into the agent pods, the GitOps way. Empty: only runbooks added through chat."""
+    enabled: bool = True
+    """Link runbooks in answers (from the directory and from Redis)."""
+    max_runbooks: int = Field(default=1000, ge=0)
+    """Most runbooks loaded (the directory's first); the rest are left out with a warning."""
+    max_runbook_bytes: int = Field(default=65_536, ge=256)
+    """Largest runbook; a bigger one is refused (chat) or skipped (directory) with the reason."""
+    reload_interval: float = Field(default=10.0, gt=0)
+    """Seconds between checks for changed runbooks (directory file times, the Redis version)."""
+    search_timeout: float = Field(default=0.5, gt=0)
+    """Longest a runbook search may take; an answer never waits longer, it goes without the line."""
+
+
 class Settings(ServiceSettings):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)

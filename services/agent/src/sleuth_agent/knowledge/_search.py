@@ -1,8 +1,9 @@
 """Runbook search: BM25 (``bm25s``) over title, tags and body, ranked by tag matches first.
 
 A query is free text (the question, the alert's summary, the finding) and *tags* — ``alert:<name>``,
-``family:<family>``, ``workload:<name>``, ``kind:<Kind>`` — from what the investigation knows. A hit
-whose tags match one of those is ranked above any hit on text alone; among equals BM25 decides.
+``family:<family>``, ``workload:<name>``, ``kind:<Kind>`` — from what the investigation knows. Hits
+are ranked by the weight of the tags they match (:data:`_ABOUT`: alert 4, workload 2, family and
+kind 1 each), so any tag match ranks above text alone; among equals BM25 decides.
 
 Who may see a runbook (:class:`Visibility`): one tagged ``namespace:`` only someone who may read
 *every* namespace it names on the cluster asked about (a runbook for team-a and team-b may say
@@ -26,7 +27,9 @@ from sleuth_agent.knowledge._runbooks import Runbook
 
 __all__ = ["Hit", "RunbookIndex", "Visibility", "query_tags", "tokens"]
 
-_ABOUT = ("alert", "family", "workload", "kind")
+_ABOUT = {"alert": 4, "workload": 2, "family": 1, "kind": 1}
+"""Tag kinds a query matches, and what a match weighs: a runbook written for the alert that fired is
+the most specific, then one for the workload, then one for the failure family or the object's kind."""
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _STEP = re.compile(r"^\s*(\d{1,3})[.)]\s+(.+)$")
@@ -80,6 +83,8 @@ class Hit:
     """The query's tags this runbook carries (alert/family/workload/kind): why it is relevant."""
     step: tuple[int, str] | None
     """The numbered step of the body that best matches the query, if any shares a word with it."""
+    weight: int = 0
+    """What those tags weigh together (see :data:`_ABOUT`)."""
 
 
 class RunbookIndex:
@@ -103,16 +108,17 @@ class RunbookIndex:
         wanted = {t.lower() for t in tags}
         words = tokens(text) + [w for t in wanted for w in tokens(t.partition(":")[2])]
         scores = self._bm25.get_scores(words) if words else [0.0] * len(self.runbooks)
-        ranked: list[tuple[int, float, Runbook, tuple[str, ...]]] = []
+        ranked: list[tuple[int, float, Runbook, tuple[str, ...]]] = []  # (tag weight, bm25, runbook, matched)
         for runbook, score in zip(self.runbooks, scores, strict=True):
             matched = tuple(t for t in runbook.tags if t in wanted and t.partition(":")[0] in _ABOUT)
             if (tagged_only and not matched) or (not matched and score <= 0):
                 continue
             if not visible.allows(runbook):
                 continue
-            ranked.append((len(matched), float(score), runbook, matched))
+            ranked.append((sum(_ABOUT[t.partition(":")[0]] for t in matched), float(score), runbook, matched))
         ranked.sort(key=lambda t: (-t[0], -t[1], t[2].id))
-        return [Hit(rb, round(score, 4), matched, best_step(rb.body, words)) for _, score, rb, matched in ranked[:k]]
+        return [Hit(rb, round(score, 4), matched, best_step(rb.body, words), weight)
+                for weight, score, rb, matched in ranked[:k]]
 
 
 def best_step(body: str, words: Iterable[str]) -> tuple[int, str] | None:
