@@ -82,6 +82,7 @@ def stack(
         nats_monitor_port=free_port(),  # /connz: what the services subscribe to (test_..._asyncapi_...)
         extra_env={"SLEUTH_MATTERMOST_TOKEN": chat.bot.token, **otlp.env()},
         extra_config={"agent": {"ack_wait": 4.0, "in_progress_interval": 1.0},
+                      "knowledge": {"reload_interval": 0.5},
                       "gateway": {"answer_timeout": 45.0, "rate_limit_capacity": 1000,
                                   "mattermost": {"url": chat.mm.url, "people": people}}},
     )
@@ -146,6 +147,40 @@ def test_access_whoami_and_diagnostics_with_the_real_authz_cache(stack: Stack, d
     assert "**Redis**: PING" in report  # used memory: INFO is not among its Redis user's commands
     for secret in (*stack.credentials.nats.values(), *stack.credentials.redis.values()):
         assert secret not in report
+
+
+def test_runbooks_through_chat_are_scoped_and_linked(stack: Stack, demo_snapshot: Path) -> None:
+    """`kb` over the real bus permissions: cluster admins edit, everyone lists and reads only what their
+    scope allows, and an answer links the runbook its root cause matches — never another tenant's."""
+    team_b = tenant_names(demo_snapshot, "team-b")
+    secret_name = sorted(team_b)[0]
+    b_book = ("kb add team-b-notes\n---\ntitle: Notes on team-b\ntags: [family:oom_killed, family:crash_loop_app_error, "
+              f"namespace:team-b]\n---\n1. Restart {secret_name} and raise the memory limit.\n")
+    a_book = ("kb add memory-limits\n---\ntitle: Memory limits\ntags: [family:oom_killed, "
+              "family:crash_loop_app_error, namespace:team-a]\n---\n1. Raise the memory limit, then watch it.\n")
+    assert "Only cluster admins" in ask(stack, "alice", a_book).json()["answer"]
+    assert ask(stack, "carol", "kb add broken\n---\ntitle: x\n---\n").json()["answer"].startswith(
+        "Not added: the body is empty")
+    assert "Added `team-b-notes`" in ask(stack, "carol", b_book).json()["answer"]
+    assert "Added `memory-limits`" in ask(stack, "carol", a_book).json()["answer"]
+
+    alice_list = ask(stack, "alice", "kb list").json()["answer"]
+    assert "`memory-limits`" in alice_list and "team-b-notes" not in alice_list
+    hidden = ask(stack, "alice", "kb show team-b-notes").json()["answer"]
+    assert hidden == ask(stack, "alice", "kb show no-such-book").json()["answer"].replace("no-such-book", "team-b-notes")
+    assert_no_names([alice_list, hidden], team_b)
+    assert secret_name in ask(stack, "bob", "kb show team-b-notes").json()["answer"]
+
+    deadline = time.monotonic() + 20  # every agent reloads within knowledge.reload_interval
+    while True:
+        body = ask(stack, "alice", "what is failing in team-a?").json()
+        if "**Runbook:** *Memory limits* (`memory-limits`)" in body["answer"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert "**Runbook:** *Memory limits* (`memory-limits`) — step 1 applies" in body["answer"], body["answer"]
+    assert_no_names(body, team_b)
+    assert "Removed `team-b-notes`" in ask(stack, "carol", "kb rm team-b-notes").json()["answer"]
+    assert "Removed `memory-limits`" in ask(stack, "carol", "kb rm memory-limits").json()["answer"]
 
 
 def test_alice_gets_a_scoped_diagnosis(stack: Stack, demo_snapshot: Path) -> None:

@@ -35,6 +35,8 @@ from sleuth_common.messages import (
     InvestigationJob,
     InvestigationResult,
     JobProgress,
+    KbReply,
+    KbRequest,
     ReportRequest,
     ReportTask,
     ResolveRequest,
@@ -153,6 +155,9 @@ def _declared_gateway() -> NatsBroker:
     _publishes(b, S.agent_diagnostics, AgentDiagnosticsRequest, "Request: `diagnostics` (reply AgentDiagnosticsReply "
                "to a branch of the gateway's inbox).")
     _hears(b, Subjects.agent_diagnostics_reply("_INBOX.gateway"), AgentDiagnosticsReply, "An agent's diagnostics.")
+    _publishes(b, S.agent_kb, KbRequest, "Request: `kb add|show|list|rm` (reply KbReply to a branch of the "
+               "gateway's inbox).")
+    _hears(b, Subjects.agent_kb_reply("_INBOX.gateway"), KbReply, "An agent's answer to `kb`.")
     _audit(b, "the gateway")
     return b
 

@@ -635,3 +635,18 @@ def test_make_chart_renders_like_helm_template_and_refuses_a_typo(tmp_path, caps
     bad.write_text("gateway: {replica: 3}\n")
     assert main(["-f", str(bad)]) == 1
     assert "additional properties 'replica' not allowed" in capsys.readouterr().err
+
+
+def test_a_runbooks_configmap_is_mounted_into_the_agents_only() -> None:
+    objects = render_chart({"agent": {"runbooks": {"configMap": "team-runbooks"}}})
+    mounted = {}
+    for dep in find(objects, "Deployment"):
+        pod = dep["spec"]["template"]["spec"]
+        volumes = [v for v in pod.get("volumes", []) if v.get("configMap", {}).get("name") == "team-runbooks"]
+        if volumes:
+            (c,) = [c for c in pod["containers"] if any(m["name"] == volumes[0]["name"] for m in c["volumeMounts"])]
+            mounted[dep["metadata"]["name"]] = [m for m in c["volumeMounts"] if m["name"] == volumes[0]["name"]]
+    assert list(mounted) == ["sleuth-agent"]
+    assert mounted["sleuth-agent"] == [{"name": "runbooks", "mountPath": "/etc/sleuth/runbooks", "readOnly": True}]
+    assert service_config(objects)["knowledge"] == {"runbooks_dir": "/etc/sleuth/runbooks"}
+    assert "knowledge" not in service_config(render_chart({}))

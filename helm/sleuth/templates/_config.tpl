@@ -129,6 +129,10 @@ agent:
     model: {{ .Values.llm.model | quote }}
     api_key_env: SLEUTH_LLM_API_KEY
   {{- end }}
+{{- with .Values.agent.runbooks.configMap }}
+knowledge:
+  runbooks_dir: /etc/sleuth/runbooks
+{{- end }}
 alerts:
   host: 0.0.0.0
   port: 8090

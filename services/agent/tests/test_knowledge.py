@@ -145,7 +145,7 @@ _ns = st.sampled_from(["team-a", "team-b", "team-c", "ops"])
                      min_size=1, max_size=8),
        mine=st.frozensets(_ns, max_size=3), family=st.sampled_from(["crashloop", "dns", "oom"]))
 def test_search_never_returns_a_runbook_outside_the_askers_scope(docs, mine, family) -> None:
-    runbooks = [parse_runbook("---\ntitle: t{0}\ntags: [{1}]\n---\n1. fix the {2} thing\n".format(
+    runbooks = [parse_runbook("---\ntitle: t{}\ntags: [{}]\n---\n1. fix the {} thing\n".format(
         i, ", ".join([f"family:{fam}", *(f"namespace:{n}" for n in nss)]), fam), id=f"d{i}")
         for i, (nss, fam) in enumerate(docs)]
     hits = RunbookIndex(runbooks).search(f"{family} thing", query_tags(family=family),
@@ -224,3 +224,77 @@ async def test_a_slow_search_is_dropped_not_waited_for(monkeypatch) -> None:
     t0 = _time.perf_counter()
     assert await kb.search("crash", query_tags(family="crashloop"), [TEAM_A]) == []
     assert _time.perf_counter() - t0 < 0.4
+
+
+# -- the chat command: kb add|show|list|rm ----------------------------------------------------------
+
+def _kb_request(op: str, user: str, namespaces: tuple[str, ...], *, editor: bool = False, cluster_wide: bool = False,
+                id: str = "", text: str = ""):
+    from sleuth_common.messages import ClusterScope, KbRequest, ScopeReply
+
+    scope = ScopeReply(user=user, clusters={"prod-1": ClusterScope(namespaces=namespaces, cluster_wide=cluster_wide)})
+    return KbRequest(op=op, user=user, editor=editor, scope=scope, id=id, text=text)
+
+
+async def test_kb_commands_edit_for_editors_and_read_within_scope(tmp_path, valkey) -> None:
+    from redis.asyncio import Redis
+
+    from sleuth_agent.knowledge import KbResponder, Knowledge, RunbookStore
+
+    (tmp_path / "dns.md").write_text(DNS)
+    redis = Redis.from_url(valkey.url)
+    store = RunbookStore(redis, "t")
+    kb = Knowledge(str(tmp_path), store, max_runbooks=3)
+    await kb.refresh(force=True)
+    responder = KbResponder(kb, store)
+    admin = {"editor": True, "cluster_wide": True}
+    try:
+        refused = await responder.reply(_kb_request("add", "alice", ("team-a",), id="pg", text=PG))
+        assert not refused.ok and "Only cluster admins" in refused.text
+        bad = await responder.reply(_kb_request("add", "carol", (), id="pg", text="# no front matter", **admin))
+        assert not bad.ok and bad.text.startswith("Not added: no front matter")
+        added = await responder.reply(_kb_request("add", "carol", (), id="billing", text=B_ONLY, **admin))
+        assert added.ok and added.text.startswith("Added `billing`")
+        dir_one = await responder.reply(_kb_request("add", "carol", (), id="dns", text=DNS, **admin))
+        assert not dir_one.ok and "runbooks directory" in dir_one.text
+        assert (await responder.reply(_kb_request("add", "carol", (), id="pg", text=PG, **admin))).ok
+        full = await responder.reply(_kb_request("add", "carol", (), id="crash", text=CRASH, **admin))
+        assert not full.ok and "already 3 runbooks" in full.text
+        replaced = await responder.reply(_kb_request("add", "carol", (), id="pg", text=PG, **admin))
+        assert replaced.ok and replaced.text.startswith("Replaced `pg`")
+
+        # alice (team-a) neither lists nor reads team-b's runbook; "not known" reads the same as absent
+        mine = await responder.reply(_kb_request("list", "alice", ("team-a",)))
+        assert "`pg`" in mine.text and "`dns`" in mine.text and "billing" not in mine.text
+        hidden = await responder.reply(_kb_request("show", "alice", ("team-a",), id="billing"))
+        absent = await responder.reply(_kb_request("show", "alice", ("team-a",), id="nothing"))
+        assert not hidden.ok and hidden.text == absent.text.replace("nothing", "billing")
+        assert "ledger" not in hidden.text + mine.text
+        shown = await responder.reply(_kb_request("show", "bob", ("team-b",), id="billing"))
+        assert shown.ok and "restart ledger-sync" in shown.text and "added by carol" in shown.text
+
+        assert not (await responder.reply(_kb_request("rm", "alice", ("team-a",), id="pg"))).ok
+        assert not (await responder.reply(_kb_request("rm", "carol", (), id="dns", **admin))).ok
+        assert (await responder.reply(_kb_request("rm", "carol", (), id="billing", **admin))).text == "Removed `billing`."
+        gone = await responder.reply(_kb_request("rm", "carol", (), id="billing", **admin))
+        assert not gone.ok and "was added through chat" in gone.text
+        assert [r.id for r in kb.index.runbooks] == ["dns", "pg"]
+    finally:
+        await redis.aclose()
+
+
+async def test_kb_add_with_redis_down_says_so_and_keeps_nothing(tmp_path) -> None:
+    from redis.asyncio import Redis
+
+    from sleuth.embedded import free_port
+    from sleuth_agent.knowledge import KbResponder, Knowledge, RunbookStore
+
+    dead = Redis.from_url(f"redis://127.0.0.1:{free_port()}/0", socket_connect_timeout=0.2)
+    store = RunbookStore(dead, "t")
+    kb = Knowledge("", store)
+    try:
+        reply = await KbResponder(kb, store).reply(_kb_request("add", "carol", (), id="pg", text=PG, editor=True,
+                                                               cluster_wide=True))
+        assert not reply.ok and "unavailable" in reply.text and len(kb.index) == 0
+    finally:
+        await dead.aclose()

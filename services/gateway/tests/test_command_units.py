@@ -52,6 +52,20 @@ CASES = [
     Case("alerts maybe", None),
     Case("diagnostics for prod-1", None),
     Case("why was access to team-a denied?", None),
+    Case("kb list", Command("kb", "list")),
+    Case("@sleuth KB LIST please", Command("kb", "list")),
+    Case("kb", Command("kb", "usage")),
+    Case("kb show pg-disk?", Command("kb", "show", "pg-disk")),
+    Case("kb rm pg-disk", Command("kb", "rm", "pg-disk")),
+    Case("kb delete pg-disk", Command("kb", "rm", "pg-disk")),
+    Case("kb add pg-disk\n---\ntitle: Disk\n---\n1. Look.\n", Command("kb", "add", "pg-disk",
+                                                                       "---\ntitle: Disk\n---\n1. Look.")),
+    Case("kb add pg-disk", Command("kb", "usage")),  # no runbook below it
+    Case("kb add Bad_Id\n---\ntitle: x\n---\nbody", Command("kb", "usage")),
+    Case("kb show a b", Command("kb", "usage")),
+    Case("kb explode", Command("kb", "usage")),
+    Case("what is in the kb for postgres?", None),
+    Case("is the kb list up to date?", None),
 ]
 
 

@@ -109,7 +109,7 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
         "gateway": NatsPermissions(
             publish=(
                 s.authz_authenticate, s.authz_invalidate, s.authz_scope, s.jobs_investigate,
-                s.alerts_channels_all, schedules_all, reports_all, audit, s.agent_diagnostics,
+                s.alerts_channels_all, schedules_all, reports_all, audit, s.agent_diagnostics, s.agent_kb,
                 *_stream(jobs), *_stream(chat), *_consumer(chat, GATEWAY_CHAT_DURABLE),
                 # `diagnostics`: read-only state (message and consumer counts, consumers' pending
                 # counts) of the streams it does not make; no messages, no changes.
@@ -123,7 +123,7 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
             subscribe=(progress_all, s.jobs_done_all, inbox("gateway")),
             note="asks authz-cache who a token is and what they may read, submits jobs, watches "
                  "their progress and results, consumes CHAT, sends alerts/schedules/reports "
-                 "commands, reads stream state and asks an agent for its view (diagnostics)",
+                 "commands, reads stream state and asks an agent for its view (diagnostics) and runbooks (kb)",
         ),
         "authz-cache": NatsPermissions(
             publish=(audit, *_replies_to("gateway", "agent", "alerts", "scheduler", "reporter")),
@@ -137,13 +137,13 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
             publish=(
                 s.authz_scope, s.authz_resolve, s.authz_inventory, progress_all, s.jobs_done_all,
                 s.alerts_results_all, audit, *_stream(jobs), *_consumer(jobs, s.agent_durable), *_stream(results),
-                # answers to `diagnostics` only, not into the gateway's other replies
-                s.agent_diagnostics_reply("_INBOX.gateway"),
+                # answers to `diagnostics` and `kb` only, not into the gateway's other replies
+                s.agent_diagnostics_reply("_INBOX.gateway"), s.agent_kb_reply("_INBOX.gateway"),
             ),
-            # `diagnostics`, in its queue group only (one agent answers, none overhears).
-            subscribe=(f"{s.agent_diagnostics} {s.agent_queue}", inbox("agent")),
+            # `diagnostics` and `kb`, in its queue group only (one agent answers, none overhears).
+            subscribe=(f"{s.agent_diagnostics} {s.agent_queue}", f"{s.agent_kb} {s.agent_queue}", inbox("agent")),
             note="the only consumer of JOBS; publishes progress and results (a job's reply "
-                 "subject can only be one of these); answers the gateway's `diagnostics`",
+                 "subject can only be one of these); answers the gateway's `diagnostics` and `kb`",
         ),
         "alerts": NatsPermissions(
             publish=(

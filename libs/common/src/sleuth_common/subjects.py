@@ -83,6 +83,16 @@ class Subjects:
         answer there without being able to write into any other reply of the asker."""
         return f"{inbox}.diagnostics.{request_id}"
 
+    @property
+    def agent_kb(self) -> str:
+        """Request/reply: the chat command ``kb`` (runbooks), gateway → one agent."""
+        return f"{self.prefix}.agent.kb"
+
+    @staticmethod
+    def agent_kb_reply(inbox: str, request_id: str = "*") -> str:
+        """Where an agent answers ``agent_kb`` (as :meth:`agent_diagnostics_reply`)."""
+        return f"{inbox}.kb.{request_id}"
+
     def schedules(self, op: str) -> str:
         """Request/reply: the schedule commands (``create``, ``list``, ``run``, ``delete``,
         ``pause``, ``resume``), gateway → scheduler."""

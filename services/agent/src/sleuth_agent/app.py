@@ -16,7 +16,7 @@ from redis.asyncio import Redis
 
 from sleuth_agent.diagnostics import DiagnosticsResponder, diagnostics_router
 from sleuth_agent.handlers import JobHandler
-from sleuth_agent.knowledge import Knowledge, RunbookStore
+from sleuth_agent.knowledge import KbResponder, Knowledge, RunbookStore, kb_router
 from sleuth_agent.llm import LlmInvestigator, make_llm_investigator
 from sleuth_agent.metrics import HealthServer, Metrics, health_app
 from sleuth_agent.settings import Settings
@@ -49,6 +49,7 @@ class Agent:
     llm: LlmInvestigator | None = None
     audit: AuditLog | None = None
     knowledge: Knowledge | None = None
+    kb: KbResponder | None = None
     _knowledge_task: asyncio.Task[None] | None = field(default=None, repr=False)
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -86,6 +87,7 @@ class Agent:
                                        max_runbooks=kb.max_runbooks, max_bytes=kb.max_runbook_bytes,
                                        reload_interval=kb.reload_interval, search_timeout=kb.search_timeout)
             self._knowledge_task = asyncio.create_task(self.knowledge.run(), name="agent-runbooks")
+            self.kb = KbResponder(self.knowledge, RunbookStore(self.redis, self.settings.prefix))
         await until_up(functools.partial(self._pull_jobs, verifier), self.deps.nats_retry)
 
     async def _after_broker(self) -> None:
@@ -151,6 +153,7 @@ def build(settings: Settings) -> Agent:
     # Every agent listens; one of queue group "agent" answers.
     broker.include_router(diagnostics_router(lambda: agent.diagnostics, Subjects(settings.prefix),
                                              crashes=metrics.crashes))
+    broker.include_router(kb_router(lambda: agent.kb, Subjects(settings.prefix), crashes=metrics.crashes))
     # Before the broker's own start (which subscribes on the connection made, and waited for,
     # here); after it, ready.
     agent.app.on_startup(agent._before_broker)

@@ -24,9 +24,10 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
+from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
-from nats.js.errors import NotFoundError
+from nats.js.errors import NoStreamResponseError, NotFoundError
 from pydantic import ValidationError
 
 from sleuth_common.bus import BusError, PermanentBusError, TemporaryBusError, read_reply, request
@@ -44,6 +45,8 @@ from sleuth_common.messages import (
     InvestigationJob,
     InvestigationResult,
     JobProgress,
+    KbReply,
+    KbRequest,
 )
 from sleuth_common.messages.base import Message
 from sleuth_common.messages.reports import ReportReply, ReportRequest
@@ -251,12 +254,20 @@ class Bus:
         """One agent's view of its MCP servers and LLM (the agents answer in a queue group). The
         reply comes to a branch of the gateway's inbox of its own (``Subjects.agent_diagnostics_reply``):
         an agent may write there and into no other reply of the gateway."""
-        nc = self._client()
         reply_to = self.subjects.agent_diagnostics_reply(self._settings.inbox(), uuid.uuid4().hex)
+        return await self._ask_agent(self.subjects.agent_diagnostics, reply_to, req, AgentDiagnosticsReply, wait)
+
+    async def agent_kb(self, req: KbRequest, wait: float) -> KbReply:
+        """The chat command ``kb`` (runbooks), answered by one agent into its own inbox branch."""
+        reply_to = self.subjects.agent_kb_reply(self._settings.inbox(), uuid.uuid4().hex)
+        return await self._ask_agent(self.subjects.agent_kb, reply_to, req, KbReply, wait)
+
+    async def _ask_agent(self, subject: str, reply_to: str, req: Message, reply: type[_R], wait: float) -> _R:
+        nc = self._client()
         try:
             sub = await nc.subscribe(reply_to, max_msgs=1)
             try:
-                await nc.publish(self.subjects.agent_diagnostics, req.to_bytes(), reply=reply_to)
+                await nc.publish(subject, req.to_bytes(), reply=reply_to)
                 msg = await sub.next_msg(timeout=wait)
             finally:
                 with contextlib.suppress(NatsError):
@@ -268,7 +279,7 @@ class Bus:
         if msg.headers and msg.headers.get("Status") == "503":  # nats-server: nobody subscribed
             raise TemporaryBusError("no agent is running", reason="no_responders")
         # An agent's error reply or a malformed reply: typed.
-        return read_reply(msg, AgentDiagnosticsReply, service="the agent", subject=self.subjects.agent_diagnostics)
+        return read_reply(msg, reply, service="the agent", subject=subject)
 
     def _client(self) -> NatsClient:
         if self._nc is None or not self._nc.is_connected:
@@ -317,18 +328,34 @@ class Bus:
         return result if result.job_id in ("", job_id) else None
 
     async def submit(self, job: InvestigationJob) -> None:
+        """Publish ``job`` to JOBS, trying again within ``publish_timeout`` while the stream has
+        no leader to answer (a clustered stream electing a new one after its node went away
+        answers nobody for a second or two). The job id is its ``Nats-Msg-Id``: a try that was
+        stored although its answer was lost is stored once however often it is sent."""
         self._client()
         assert self._js is not None
-        try:
-            await self._js.publish(
-                self.subjects.jobs_investigate,
-                job.to_bytes(),
-                stream=self.subjects.stream_jobs,
-                timeout=self.publish_timeout,
-                headers={"Nats-Msg-Id": job.id},
-            )
-        except (TimeoutError, NatsError) as exc:
-            raise TemporaryBusError(f"JetStream did not accept the job: {exc!r}") from exc
+        deadline = time.monotonic() + self.publish_timeout
+        pause = 0.2
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                await self._js.publish(
+                    self.subjects.jobs_investigate,
+                    job.to_bytes(),
+                    stream=self.subjects.stream_jobs,
+                    timeout=max(0.5, left),
+                    headers={"Nats-Msg-Id": job.id},
+                )
+                return
+            except (NoStreamResponseError, NoRespondersError) as exc:
+                if left - pause < 0.5:
+                    raise TemporaryBusError(f"JetStream did not accept the job: {exc!r}") from exc
+                log.info("JOBS has no leader to take the job yet (%r); trying again", exc,
+                         extra={"job_id": job.id})
+                await asyncio.sleep(pause)
+                pause = min(1.0, pause * 2)
+            except (TimeoutError, NatsError) as exc:
+                raise TemporaryBusError(f"JetStream did not accept the job: {exc!r}") from exc
 
     async def _on_error(self, exc: Exception) -> None:
         log.warning("NATS error: %s", exc)

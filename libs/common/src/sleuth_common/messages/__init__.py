@@ -47,6 +47,7 @@ from sleuth_common.messages.jobs import (
     Requester,
     RootCause,
 )
+from sleuth_common.messages.knowledge import KbReply, KbRequest
 from sleuth_common.messages.reports import (
     SEVERITIES,
     Finding,
@@ -100,6 +101,8 @@ __all__ = [
     "InvestigationJob",
     "InvestigationResult",
     "JobProgress",
+    "KbReply",
+    "KbRequest",
     "LlmEndpointReport",
     "LlmReport",
     "McpServerReport",

@@ -5,14 +5,16 @@
 - :mod:`._search` — a BM25 index (``bm25s``) over title, tags and body, ranked by tag matches first;
   a runbook tagged with namespaces is shown only to askers who may read every one of them.
 - :mod:`._store` — runbooks from a directory (GitOps) and from Redis (chat), reloaded on change.
+- :mod:`._commands` — the chat command ``kb add|show|list|rm`` (``<prefix>.agent.kb``).
 - :mod:`._answer` — the "Runbook:" line a deterministic or LLM answer gets when a runbook's tags
   match the alert, the family or the object.
 """
 
 from sleuth_agent.knowledge._answer import facts, runbook_line, visibilities
+from sleuth_agent.knowledge._commands import KbResponder, kb_router
 from sleuth_agent.knowledge._runbooks import Runbook, RunbookError, parse_runbook
 from sleuth_agent.knowledge._search import Hit, RunbookIndex, Visibility, query_tags, tokens
 from sleuth_agent.knowledge._store import Knowledge, RunbookStore
 
-__all__ = ["Hit", "Knowledge", "Runbook", "RunbookError", "RunbookIndex", "RunbookStore", "Visibility", "facts",
-           "parse_runbook", "query_tags", "runbook_line", "tokens", "visibilities"]
+__all__ = ["Hit", "KbResponder", "Knowledge", "Runbook", "RunbookError", "RunbookIndex", "RunbookStore", "Visibility",
+           "facts", "kb_router", "parse_runbook", "query_tags", "runbook_line", "tokens", "visibilities"]

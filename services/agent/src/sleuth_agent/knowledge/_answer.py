@@ -35,7 +35,7 @@ def facts(job: InvestigationJob, result: InvestigationResult) -> tuple[str, froz
         tags |= query_tags(family=rc.family, kind=kind, workload=name)
         if rc.affected:
             tags |= query_tags(workload=_object(rc.affected)[1])
-        text.append(rc.family.replace("_", " "))
+        text += [rc.family.replace("_", " "), rc.summary]  # for ranking and the step; never shown
     for alert in job.alerts:
         tags |= query_tags(alert=alert.labels.get("alertname", ""))
         text.append(alert.annotations.get("summary", ""))

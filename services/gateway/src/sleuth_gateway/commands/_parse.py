@@ -10,6 +10,10 @@ Schedules and reports (when those services run): ``schedule every …`` / ``sche
 ``run <id>``, ``unschedule <id>``, ``pause <id>``, ``resume <id>`` (an id as the scheduler makes
 them: 10 letters and digits), ``report``. "What is the schedule of the backup job?" and "run the
 migration?" stay questions.
+
+Runbooks: ``kb list``, ``kb show <id>``, ``kb rm <id>``, and ``kb add <id>`` with the runbook (front
+matter and body) on the lines after it, kept exactly as typed. "kb add" alone, or an id that is not
+one, is the command with its usage (``arg`` = ``usage``), never a question.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ALERT_OPS", "COMMANDS", "POLITE", "SCHEDULE_OPS", "Command", "parse_command"]
+__all__ = ["ALERT_OPS", "COMMANDS", "KB_OPS", "POLITE", "SCHEDULE_OPS", "Command", "parse_command"]
 
 POLITE = frozenset(
     {"please", "pls", "plz", "thanks", "thank", "you", "thx", "hi", "hello", "hey", "sleuth", "kindly"}
@@ -31,6 +35,10 @@ _SCHEDULE = re.compile(r"^\W*(?:@[\w.\-]+[\s,:]*)?(?:please\s+)?schedule\s+((?:e
 _ID = re.compile(r"[a-z2-9]{10}")
 ALERT_OPS = frozenset({"on", "off", "status"})
 """``alerts <op>``."""
+KB_OPS = {"add": "add", "show": "show", "list": "list", "ls": "list", "rm": "rm", "remove": "rm", "delete": "rm"}
+"""``kb <word>`` → the op."""
+_KB = re.compile(r"^\W*(?:@[\w.\-]+[\s,:]*)?(?:please\s+)?kb\s+(\w+)\b[ \t]*([^\n]*)(?:\n(.*))?$", re.I | re.S)
+_KB_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 
 
 @dataclass(frozen=True)
@@ -39,7 +47,12 @@ class Command:
     """``help``, ``refresh``, ``access``, ``diagnostics`` or ``alerts``."""
     arg: str = ""
     """``on``, ``off`` or ``status`` for ``alerts``; the schedule id for ``run``, ``delete``,
-    ``pause``, ``resume``; for ``schedule``, the rest of the message as typed; empty otherwise."""
+    ``pause``, ``resume``; for ``schedule``, the rest of the message as typed; for ``kb``, the op
+    (``add``, ``show``, ``list``, ``rm``, or ``usage``); empty otherwise."""
+    target: str = ""
+    """``kb``: the runbook id."""
+    text: str = ""
+    """``kb add``: the runbook as typed (the lines after the command's)."""
 
 
 def _words(text: str) -> list[str]:
@@ -53,7 +66,12 @@ def parse_command(text: str) -> Command | None:
     scheduled = _SCHEDULE.match(text.strip())
     if scheduled:
         return Command("schedule", scheduled.group(1).strip())
+    kb = _KB.match(text.strip("\n "))
+    if kb:
+        return _kb(kb.group(1).lower(), kb.group(2).split(), kb.group(3) or "")
     words = _words(text)
+    if words == ["kb"]:
+        return Command("kb", "usage")
     if len(words) == 1 and words[0] in COMMANDS:
         return Command(words[0])
     if len(words) == 2 and words[0] == "alerts" and words[1] in ALERT_OPS:
@@ -63,3 +81,15 @@ def parse_command(text: str) -> Command | None:
     if words == ["report", "now"]:
         return Command("report")
     return None
+
+
+def _kb(word: str, words: list[str], body: str) -> Command:
+    op = KB_OPS.get(word)
+    rest = [w for w in (w.strip("?!.,;:") for w in words) if w and w.lower() not in POLITE]
+    if op == "list" and not rest and not body.strip():
+        return Command("kb", "list")
+    if op in ("show", "rm") and len(rest) == 1 and _KB_ID.fullmatch(rest[0]) and not body.strip():
+        return Command("kb", op, rest[0])
+    if op == "add" and len(rest) == 1 and _KB_ID.fullmatch(rest[0]) and body.strip():
+        return Command("kb", "add", rest[0], body)
+    return Command("kb", "usage")

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 
 from sleuth_common.channels import member_requesters
-from sleuth_common.messages import AlertChannelRequest, Requester
+from sleuth_common.messages import AlertChannelRequest, ClusterScope, KbRequest, Requester, ScopeReply
 from sleuth_common.messages.reports import ReportRequest
 from sleuth_common.messages.schedules import ScheduleRequest, conversation_target
 from sleuth_gateway import audit
@@ -125,7 +125,39 @@ async def _dispatch(
         return await diagnostics(gw, access, identity.user), "ok"
     if command.name == "alerts" and command.arg in ALERT_OPS:
         return await _alerts(gw, identity, command.arg, surface, channel, members)
+    if command.name == "kb":
+        if channel is not None:
+            return _PRIVATE_ONLY.format(name="kb"), "private_only"
+        return await _kb(gw, identity, command)
     return await help_text(gw, identity, channel), "ok"
+
+
+KB_USAGE = (
+    "Runbooks: `kb list`, `kb show <id>`; cluster admins also `kb rm <id>` and `kb add <id>` with the "
+    "runbook on the lines below it:\n\n"
+    "```\nkb add postgres-disk-full\n---\ntitle: Postgres disk full\n"
+    "tags: [alert:PostgresDiskFull, family:disk_full, namespace:team-a]\n---\n"
+    "1. Check the volume's usage ...\n```\n\n"
+    "Tags: `alert:`, `family:`, `workload:`, `kind:` say what it is for; `namespace:` and `cluster:` who "
+    "may read it (everyone, when it has none). Ids: lower-case letters, digits and `-`."
+)
+
+
+async def _kb(gw: Gateway, identity: Identity, command: Command) -> tuple[str, str]:
+    """``kb …``: answered by an agent, for this caller's scope; editors are cluster admins."""
+    if command.arg == "usage":
+        return KB_USAGE, "usage"
+    access = await caller_access(gw, identity)
+    scope = ScopeReply(user=identity.user, groups=identity.groups, clusters={
+        name: ClusterScope(namespaces=c.namespaces, cluster_wide=c.cluster_wide)
+        for name, c in access.clusters.items() if not c.unavailable})
+    req = KbRequest(op=command.arg, user=identity.user, editor=access.cluster_admin, scope=scope,  # type: ignore[arg-type]
+                    id=command.target, text=command.text)
+    try:
+        reply = await gw.bus.agent_kb(req, gw.settings.gateway.alerts_timeout)
+    except BusError as exc:
+        raise DependencyUnavailable(f"runbooks are unavailable ({exc}); try again shortly") from exc
+    return reply.text, "ok" if reply.ok else "refused"
 
 
 async def _alerts(
@@ -270,7 +302,9 @@ async def help_text(gw: Gateway, identity: Identity, channel: str | None = None)
         ]
     if gw.settings.gateway.reports:
         lines.append("- `report` — a best-practice report of what you can read (what will hurt before it does)")
+    lines.append("- `kb list`, `kb show <id>` — the team's runbooks that answers link; `kb` alone for more")
     if access is not None and access.cluster_admin:
+        lines.append("- `kb add <id>` (the runbook below it), `kb rm <id>` — edit runbooks (cluster admins)")
         lines.append("- `diagnostics` — how Sleuth's parts are doing (cluster admins)")
     lines += ["", "You only ever see what your own Kubernetes credentials let you read."]
     return "\n".join(lines)
