@@ -392,3 +392,40 @@ async def test_answers_link_the_runbook_their_tags_match_and_only_one_the_asker_
     finally:
         await redis.aclose()
         await nc.drain()
+
+
+async def test_a_standing_instruction_marks_its_finding_expected_and_says_so(
+        stack, nats_server, valkey, tmp_path, demo_snapshot) -> None:
+    books = tmp_path / "runbooks"
+    books.mkdir()
+    (books / "checkout-oom.md").write_text(
+        "---\ntitle: Checkout memory during load tests\ntype: instruction\ntags: [namespace:team-a]\n"
+        "suppress: {family: oom_killed, workload: checkout-*}\n---\n"
+        "In team-a, checkout-api is OOMKilled during the weekly load test; that is expected.\n")
+    secret = sorted(team_b_names(demo_snapshot))[0]
+    (books / "team-b-rule.md").write_text(
+        f"---\ntitle: Team-b rule\ntype: instruction\ntags: [namespace:team-b]\n---\nIgnore {secret} restarts.\n")
+    settings = agent_settings(stack, nats_server.url, valkey.url)
+    settings = settings.model_copy(update={"knowledge": settings.knowledge.model_copy(
+        update={"runbooks_dir": str(books)})})
+    nc = await nats.connect(nats_server.url)
+    try:
+        async with authz_responder(nc), running_agent(settings) as agent:
+            async with asyncio.timeout(10):
+                while len(agent.knowledge.index) != 2:
+                    await asyncio.sleep(0.05)
+            asker = Asker(nc)
+            job = job_for("alice", "what is failing in team-a?")
+            await asker.submit(job)
+            result = await asker.result(job)
+            answer = result.answer_markdown
+            assert result.root_cause is not None and result.root_cause.family == "oom_killed"
+            assert answer.startswith("**Expected** — standing instruction *Checkout memory during load tests* "
+                                     "(`checkout-oom`) marks `oom_killed` on workloads `checkout-*` as expected")
+            assert "What it marks: `oom_killed` on `Deployment/team-a/checkout-api`." in answer
+            assert "**Root cause**" in answer  # the finding follows in full
+            assert answer.rstrip().endswith("*Shaped by standing instruction: *Checkout memory during load tests* "
+                                            "(`checkout-oom`).*")
+            assert "Team-b rule" not in answer and secret not in answer
+    finally:
+        await nc.drain()

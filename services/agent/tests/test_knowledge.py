@@ -298,3 +298,82 @@ async def test_kb_add_with_redis_down_says_so_and_keeps_nothing(tmp_path) -> Non
         assert not reply.ok and "unavailable" in reply.text and len(kb.index) == 0
     finally:
         await dead.aclose()
+
+
+# -- standing instructions --------------------------------------------------------------------------
+
+NIGHTLY = """---
+title: Nightly batch restarts
+type: instruction
+tags: [namespace:team-a]
+suppress: {family: crash_loop_app_error, workload: "batch-*", between: "02:00-03:00", timezone: Europe/Berlin}
+---
+In team-a, restarts of batch-* between 02:00 and 03:00 are the nightly job.
+"""
+
+
+@pytest.mark.parametrize(("suppress", "reason"), [
+    ("{workload: batch-*}", "must name the failure family"),
+    ("{family: '*', workload: batch-*}", "must name the failure family"),
+    ("{family: oom_killed}", "suppress.workload (a glob) or suppress.alert"),
+    ("{family: oom_killed, workload: '*'}", "must name workloads, not match every one"),
+    ("{family: oom_killed, workload: a, between: '2-3'}", 'must be "HH:MM-HH:MM"'),
+    ("{family: oom_killed, workload: a, timezone: Mars/Olympus}", "unknown timezone"),
+    ("{family: oom_killed, workload: a, severity: low}", "unknown suppress key(s): severity"),
+    ("[family]", "must be a mapping"),
+])
+def test_a_suppression_must_name_what_it_hides(suppress: str, reason: str) -> None:
+    text = f"---\ntitle: x\ntype: instruction\nsuppress: {suppress}\n---\nbody\n"
+    with pytest.raises(RunbookError) as err:
+        parse_runbook(text, id="x")
+    assert reason in str(err.value)
+
+
+def test_instructions_parse_round_trip_and_stay_short() -> None:
+    rb = parse_runbook(NIGHTLY, id="nightly")
+    assert rb.type == "instruction" and rb.suppress is not None
+    assert rb.suppress.describe() == "`crash_loop_app_error` on workloads `batch-*` between 02:00 and 03:00 Europe/Berlin"
+    assert parse_runbook(rb.to_text(), id="nightly") == rb
+    with pytest.raises(RunbookError, match="at most 1000 characters"):
+        parse_runbook("---\ntitle: x\ntype: instruction\n---\n" + "y" * 1001, id="x")
+    with pytest.raises(RunbookError, match="belongs to a standing instruction"):
+        parse_runbook("---\ntitle: x\nsuppress: {family: a, workload: b}\n---\nbody", id="x")
+    index = RunbookIndex([rb, parse_runbook(CRASH, id="crash")])
+    assert index.instructions == (rb,)
+    assert [h.runbook.id for h in index.search("nightly batch restarts", visible=TEAM_A, k=5)] == []  # never linked
+
+
+def _diagnosed(family: str, resource: str, alerts: tuple = ()) -> tuple:
+    from sleuth_common.messages import InvestigationJob, InvestigationResult, Requester, RootCause
+
+    job = InvestigationJob(requester=Requester(user="alice"), question="what is failing?", alerts=alerts)
+    return job, InvestigationResult(status="diagnosed", root_cause=RootCause(family=family, resource=resource))
+
+
+def test_a_suppression_marks_only_what_it_names_inside_its_window() -> None:
+    from datetime import UTC, datetime
+
+    from sleuth_agent.knowledge import instructions_for, suppressing
+    from sleuth_common.messages import AlertRef
+
+    rb = parse_runbook(NIGHTLY, id="nightly")
+    at_night = datetime(2026, 12, 2, 1, 30, tzinfo=UTC)  # 02:30 in Berlin
+    at_noon = datetime(2026, 12, 2, 11, 30, tzinfo=UTC)
+    job, res = _diagnosed("crash_loop_app_error", "Deployment/team-a/batch-report")
+    assert suppressing([rb], job, res, at_night) is rb
+    assert suppressing([rb], job, res, at_noon) is None
+    # another family (new), another workload, another namespace: not hidden
+    for family, resource in (("oom_killed", "Deployment/team-a/batch-report"),
+                             ("crash_loop_app_error", "Deployment/team-a/api"),
+                             ("crash_loop_app_error", "Deployment/team-b/batch-report")):
+        assert suppressing([rb], *_diagnosed(family, resource), at_night) is None
+    # a critical alert is never marked expected
+    critical = (AlertRef(labels={"alertname": "KubePodCrashLooping", "severity": "critical"}),)
+    assert suppressing([rb], *_diagnosed("crash_loop_app_error", "Deployment/team-a/batch-report", critical),
+                       at_night) is None
+    # which instructions a run gets: visible ones, for the namespaces it is about
+    assert instructions_for([rb], [TEAM_A], job, res) == [rb]
+    assert instructions_for([rb], [TEAM_B], job, res) == []  # team-b may not read it
+    job_b, res_b = _diagnosed("crash_loop_app_error", "Deployment/team-b/x")
+    wide = Visibility("prod-1", frozenset(), cluster_wide=True)
+    assert instructions_for([rb], [wide], job_b, res_b) == []  # about team-b only

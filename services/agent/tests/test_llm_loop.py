@@ -377,3 +377,49 @@ def test_announced_work_is_recognised(text: str, announced: bool) -> None:
 
 def test_grounding_is_json_safe() -> None:
     json.dumps(ls.SCHEMAS)
+
+
+async def test_runbooks_and_standing_instructions_reach_the_model_as_knowledge_never_evidence(
+        demo_snapshot: Path, tmp_path: Path) -> None:
+    from sleuth_agent.knowledge import Knowledge, KnowledgeTools, instructions_for, visibilities
+    from sleuth_agent.rca import investigate
+    from sleuth_common.messages import InvestigationJob, Requester
+
+    secret = sorted(tenant_names(demo_snapshot, "team-b"))[0]
+    for name, text in {
+        "memory": "---\ntitle: Memory limits\ntags: [family:oom_killed, namespace:team-a]\n---\n"
+                  "1. Raise the memory limit of the deployment.\n",
+        "b-memory": f"---\ntitle: Team-b memory\ntags: [family:oom_killed, namespace:team-b]\n---\n1. Restart {secret}.\n",
+        "a-rule": "---\ntitle: Load tests\ntype: instruction\ntags: [namespace:team-a]\n---\n"
+                  "In team-a, OOM kills during Friday load tests are expected.\n",
+        "b-rule": f"---\ntitle: B rule\ntype: instruction\ntags: [namespace:team-b]\n---\nNever page for {secret}.\n",
+    }.items():
+        (tmp_path / f"{name}.md").write_text(text)
+    kb = Knowledge(str(tmp_path), None)
+    await kb.refresh(force=True)
+    script = [call(("kb_search", {"query": "memory limit oom"}), ("kb_read", {"id": "b-memory"}),
+                   ("kb_read", {"id": "memory"})),
+              cite_everything("checkout-api is OOM-killed")]
+    with FakeModelServer(script) as fake:
+        inv = ls.investigator(fake.url, ls.settings())
+        job = InvestigationJob(requester=Requester(user="alice"), question=QUESTION)
+        scope = ls.SCOPES["alice"]
+        base = await investigate(job, scope, inv.settings, tools_factory=ls.factory(demo_snapshot))
+        visible = visibilities(job, scope)
+        instructions = instructions_for(kb.index.instructions, visible, job, base)
+        result, run = await inv.run(job, scope, base, tools_factory=ls.factory(demo_snapshot),
+                                    instructions=instructions, knowledge=KnowledgeTools(kb, visible))
+        await inv.aclose()
+    assert run.outcome == "answered"
+    first, second = fake.requests[0], fake.requests[1]
+    assert "Standing instructions from this platform team" in first.raw
+    assert "[a-rule] In team-a, OOM kills during Friday load tests are expected." in first.raw
+    assert {"kb_search", "kb_read"} <= set(first.tool_names)
+    assert "[team runbooks, not evidence]" in first.raw
+    # the runbooks come back as knowledge: no evidence id, marked as data; team-b's is unknown
+    assert second.raw.count("[team runbook: not evidence") == 2
+    assert "memory: Memory limits" in second.raw and "Raise the memory limit of the deployment." in second.raw
+    assert "no runbook 'b-memory' is known" in second.raw
+    assert {e.id for e in result.evidence} == {e.id for e in base.evidence}  # nothing new to cite
+    bodies = fake.bodies()
+    assert secret not in bodies and "B rule" not in bodies and "Team-b memory" not in bodies

@@ -20,7 +20,18 @@ from nats.errors import Error as NatsError
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from sleuth_agent.knowledge import Knowledge, facts, runbook_line, visibilities
+from sleuth_agent.knowledge import (
+    Knowledge,
+    KnowledgeTools,
+    Runbook,
+    expected_note,
+    facts,
+    footnote,
+    instructions_for,
+    runbook_line,
+    suppressing,
+    visibilities,
+)
 from sleuth_agent.llm import LlmInvestigator, LlmRun
 from sleuth_agent.metrics import Metrics, ToolMetrics
 from sleuth_agent.rca import investigate
@@ -302,11 +313,17 @@ class JobHandler:
                     result = await self._report(job, scope, progress, audit)
                 else:
                     result = await investigate(job, scope, self.settings, progress=progress, on_audit=audit)
+                    visible = visibilities(job, scope)
+                    instructions = (instructions_for(self.knowledge.index.instructions, visible, job, result)
+                                    if self.knowledge is not None else [])
                     if self.llm is not None:
+                        tools = KnowledgeTools(self.knowledge, visible) if self.knowledge is not None else None
                         result, llm_run = await self.llm.run(
-                            job, scope, result, started=started, progress=progress, on_audit=audit
+                            job, scope, result, started=started, progress=progress, on_audit=audit,
+                            instructions=instructions, knowledge=tools,
                         )
                     result = await self._with_runbook(job, scope, result)
+                    result = self._with_instructions(job, result, instructions, llm_run)
         return await self._publish(job, result, started, llm_run)
 
     async def _with_runbook(self, job: InvestigationJob, scope: ScopeReply,
@@ -327,6 +344,27 @@ class JobHandler:
         self.metrics.runbook_hits.labels(family or "none").inc()
         answer = f"{result.answer_markdown.rstrip()}\n\n{runbook_line(hits[0])}\n"
         return result.model_copy(update={"answer_markdown": answer})
+
+    def _with_instructions(self, job: InvestigationJob, result: InvestigationResult, instructions: list[Runbook],
+                           llm_run: LlmRun | None) -> InvestigationResult:
+        """The answer led by "Expected — …" when a standing instruction marks its finding as expected,
+        and ending with a footnote naming every instruction that shaped it (the AI model was given
+        them, or one marked the finding)."""
+        if not instructions:
+            return result
+        shaped: list[Runbook] = []
+        answer = result.answer_markdown
+        marking = suppressing(instructions, job, result)
+        if marking is not None:
+            answer = f"{expected_note(marking, result)}\n\n{answer.lstrip()}"
+            shaped.append(marking)
+            self.metrics.instructions_applied.labels("suppress").inc()
+        if llm_run is not None and llm_run.calls > 0:
+            shaped += [rb for rb in instructions if rb not in shaped]
+            self.metrics.instructions_applied.labels("llm").inc()
+        if not shaped:
+            return result
+        return result.model_copy(update={"answer_markdown": f"{answer.rstrip()}\n\n{footnote(shaped)}\n"})
 
     async def _report(self, job: InvestigationJob, scope: ScopeReply, progress: ProgressCallback,
                       audit: AuditCallback) -> InvestigationResult:

@@ -77,6 +77,13 @@ class Metrics:
             registry=self.registry,
         )
         self.crashes = handler_crashes(self.registry, "agent", "job")
+        self.instructions_applied = Counter(
+            "sleuth_agent_instructions_applied",
+            "Answers shaped by standing instructions: suppress (one marked the finding as expected), "
+            "llm (given to the AI model)",
+            ["how"],
+            registry=self.registry,
+        )
         self.runbook_hits = Counter(
             "sleuth_agent_runbook_hits",
             "Answers that linked a runbook, by the root cause's family",

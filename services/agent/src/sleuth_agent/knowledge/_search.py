@@ -90,9 +90,12 @@ class Hit:
 class RunbookIndex:
     def __init__(self, runbooks: Iterable[Runbook]) -> None:
         self.runbooks: tuple[Runbook, ...] = tuple(sorted(runbooks, key=lambda r: r.id))
+        """Every document, standing instructions too (``kb list``)."""
+        self._searchable = tuple(r for r in self.runbooks if r.type == "runbook")
+        self.instructions = tuple(r for r in self.runbooks if r.type == "instruction")
         self._bm25: bm25s.BM25 | None = None
-        if self.runbooks:
-            corpus = [tokens(f"{r.title} {r.title} {' '.join(r.tags)} {r.body}") or ["_"] for r in self.runbooks]
+        if self._searchable:
+            corpus = [tokens(f"{r.title} {r.title} {' '.join(r.tags)} {r.body}") or ["_"] for r in self._searchable]
             self._bm25 = bm25s.BM25()
             self._bm25.index(corpus, show_progress=False)
 
@@ -107,9 +110,9 @@ class RunbookIndex:
             return []
         wanted = {t.lower() for t in tags}
         words = tokens(text) + [w for t in wanted for w in tokens(t.partition(":")[2])]
-        scores = self._bm25.get_scores(words) if words else [0.0] * len(self.runbooks)
+        scores = self._bm25.get_scores(words) if words else [0.0] * len(self._searchable)
         ranked: list[tuple[int, float, Runbook, tuple[str, ...]]] = []  # (tag weight, bm25, runbook, matched)
-        for runbook, score in zip(self.runbooks, scores, strict=True):
+        for runbook, score in zip(self._searchable, scores, strict=True):
             matched = tuple(t for t in runbook.tags if t in wanted and t.partition(":")[0] in _ABOUT)
             if (tagged_only and not matched) or (not matched and score <= 0):
                 continue

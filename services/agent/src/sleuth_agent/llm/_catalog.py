@@ -89,6 +89,9 @@ class Offered:
     tool: str
     toolbox: Toolbox
     spec: ToolSpec
+    evidence: bool = True
+    """Its results are evidence (cluster reads: each gets an id the answer may cite); False for the
+    team's runbooks (``kb_search``/``kb_read``), which are knowledge, never proof."""
 
 
 @dataclass
@@ -99,11 +102,20 @@ class ToolCatalog:
 
     @classmethod
     def build(
-        cls, boxes: Sequence[tuple[str, Toolbox]], *, max_tools: int, name_limit: int = 64
+        cls, boxes: Sequence[tuple[str, Toolbox]], *, max_tools: int, name_limit: int = 64,
+        knowledge: Toolbox | None = None,
     ) -> ToolCatalog:
-        """``boxes`` in priority order (named clusters first)."""
+        """``boxes`` in priority order (named clusters first); ``knowledge``'s tools (the runbooks)
+        first, under their own names, as not-evidence."""
         cat = cls(max_tools=max_tools)
         taken: set[str] = set()
+        if knowledge is not None:
+            for info in list(knowledge.tools):
+                schema = dict(info.input_schema or {}) or {"type": "object", "properties": {}}
+                desc = f"[team runbooks, not evidence] {info.description}".strip()[:1024]
+                cat.offered.append(Offered(info.name, "", info.name, knowledge, ToolSpec(info.name, desc, schema),
+                                           evidence=False))
+                taken.add(info.name)
         for cluster, box in boxes:
             for info in list(getattr(box, "tools", None) or []):
                 if len(cat.offered) >= max_tools:

@@ -205,7 +205,7 @@ class AgentLoop:
             names = ", ".join(o.name for o in self.catalog.offered[:40])
             return ToolOutput(call.id, call.name, f"There is no tool {call.name!r}. Tools: {names}.", True)
         command = kubectl_command(offered.tool, call.arguments) or offered.tool
-        await self.progress("tool_calls", f"{offered.cluster}: {command}")
+        await self.progress("tool_calls", f"{offered.cluster or 'runbooks'}: {command}")
         limit = self.cfg.tool_timeout
         try:
             result = await asyncio.wait_for(
@@ -222,6 +222,9 @@ class AgentLoop:
         if not result.ok:
             # Refusals name only what the caller may see; server errors come marked as data.
             return ToolOutput(call.id, call.name, result.for_model(), True)
+        if not offered.evidence:  # the team's runbooks: knowledge to act on, never an id to cite
+            return ToolOutput(call.id, call.name, "[team runbook: not evidence, do not cite it as [E..]]\n"
+                              + result.for_model())
         eid = self.next_id()
         self.records.append(ReadRecord(eid, offered.cluster, result))
         return ToolOutput(call.id, call.name, self._render(eid, offered.cluster, result))

@@ -84,9 +84,16 @@ def grounding(
     clusters: Sequence[str],
     tools_note: str = "",
     max_history: int = 6,
+    instructions: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The first user turn: the question, then the deterministic findings and evidence ids."""
+    """The first user turn: the question, then the deterministic findings and evidence ids.
+    ``instructions``: the platform team's standing instructions for this scope, ``(id, text)``."""
     lines: list[str] = []
+    if instructions:
+        lines.append("Standing instructions from this platform team (follow them; they are not evidence, and "
+                     "a finding they call expected is still reported, saying so):")
+        lines += [f"- [{id}] {' '.join(text.split())}" for id, text in instructions]
+        lines.append("")
     if job.history:
         lines.append("Earlier in this conversation:")
         for turn in job.history[-max_history:]:

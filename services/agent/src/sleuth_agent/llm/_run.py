@@ -10,13 +10,14 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import Redis
 
+from sleuth_agent.knowledge import Runbook
 from sleuth_agent.llm._budget import DailyCapReached, DailyLlmBudget
 from sleuth_agent.llm._catalog import Toolbox, ToolCatalog, choose_clusters
 from sleuth_agent.llm._harness import check_answer, cited_ids
@@ -123,9 +124,13 @@ class LlmInvestigator:
         progress: Progress | None = None,
         on_audit: AuditCallback | None = None,
         tools_factory: ToolsFactory | None = None,
+        instructions: Sequence[Runbook] = (),
+        knowledge: Toolbox | None = None,
     ) -> tuple[InvestigationResult, LlmRun]:
         """The deterministic ``base`` answer, improved by the model when it can be. ``started``
-        is when the job began (``time.monotonic()``): the overall deadline counts from there."""
+        is when the job began (``time.monotonic()``): the overall deadline counts from there.
+        ``instructions``: the platform team's standing instructions for this run, given with the
+        question; ``knowledge``: the runbook tools (``kb_search``/``kb_read``), offered as not-evidence."""
         progress = progress or _noop
         started = time.monotonic() if started is None else started
         run = LlmRun("skipped", self.client.name)
@@ -148,7 +153,7 @@ class LlmInvestigator:
         try:
             async with asyncio.timeout(remaining):
                 result, outcome = await self._investigate(
-                    job, scope, base, progress, on_audit, tools_factory, state, remaining
+                    job, scope, base, progress, on_audit, tools_factory, state, remaining, instructions, knowledge
                 )
         except DailyCapReached as exc:
             run.outcome, result = "budget", _with_note(base, _cap_note(exc.cap))
@@ -190,6 +195,8 @@ class LlmInvestigator:
         tools_factory: ToolsFactory | None,
         state: _State,
         remaining: float,
+        instructions: Sequence[Runbook] = (),
+        knowledge: Toolbox | None = None,
     ) -> tuple[InvestigationResult, str]:
         a = self.settings.agent
         deadline = time.monotonic() + remaining
@@ -203,7 +210,8 @@ class LlmInvestigator:
                     open_cluster_tools(cluster, cscope, job, self.settings, on_audit, tools_factory)
                 )
                 boxes.append((cluster.name, box))
-            catalog = ToolCatalog.build(boxes, max_tools=a.max_tools, name_limit=self.client.tool_name_limit)
+            catalog = ToolCatalog.build(boxes, max_tools=a.max_tools, name_limit=self.client.tool_name_limit,
+                                        knowledge=knowledge)
             self.metrics.llm_tools_offered.inc(len(catalog.offered))
             self.metrics.llm_tools_dropped.inc(catalog.dropped_count)
             counter = itertools.count(len(base.evidence) + 1)
@@ -220,7 +228,8 @@ class LlmInvestigator:
                 reserve=max(5.0, 0.25 * remaining),
             )
             state.loop = loop
-            opening = grounding(job, base, clusters=[c.name for c in clusters], tools_note=catalog.note())
+            opening = grounding(job, base, clusters=[c.name for c in clusters], tools_note=catalog.note(),
+                                instructions=[(rb.id, rb.body) for rb in instructions])
             await progress("llm", f"the AI model investigates with {len(catalog.offered)} tool(s)")
             outcome = await loop.run([ChatMessage.user(opening)])
         known = [e.id for e in base.evidence] + [r.id for r in outcome.records]
