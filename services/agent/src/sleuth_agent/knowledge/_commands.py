@@ -68,8 +68,8 @@ class KbResponder:
         mine = [r for r in self.knowledge.index.runbooks if self._visible(req, r)]
         if not mine:
             return KbReply(ok=True, text="No runbooks you can read yet.")
-        rows = [f"| `{r.id}` | {r.title} | {', '.join(f'`{t}`' for t in r.tags) or '—'} | {_origin(r)} |"
-                for r in mine[:_LIST_MAX]]
+        rows = [f"| `{r.id}` | {r.title}{' (standing instruction)' if r.type == 'instruction' else ''} | "
+                f"{', '.join(f'`{t}`' for t in r.tags) or '—'} | {_origin(r)} |" for r in mine[:_LIST_MAX]]
         more = f"\n\n…and {len(mine) - _LIST_MAX} more." if len(mine) > _LIST_MAX else ""
         head = f"**Runbooks** ({len(mine)}): `kb show <id>` for one.\n\n| id | title | tags | from |\n|---|---|---|---|\n"
         return KbReply(ok=True, text=head + "\n".join(rows) + more)
@@ -79,7 +79,9 @@ class KbResponder:
         if rb is None or not self._visible(req, rb):
             return KbReply(ok=False, text=_unknown(req.id))
         tags = ", ".join(f"`{t}`" for t in rb.tags) or "none"
-        return KbReply(ok=True, text=f"**{rb.title}** (`{rb.id}`, {_origin(rb)}; tags: {tags})\n\n{rb.body}")
+        kind = "" if rb.suppress is None else f"; marks {rb.suppress.describe()} as expected"
+        kind = f"standing instruction{kind}; " if rb.type == "instruction" else ""
+        return KbReply(ok=True, text=f"**{rb.title}** (`{rb.id}`, {kind}{_origin(rb)}; tags: {tags})\n\n{rb.body}")
 
     async def _add(self, req: KbRequest) -> KbReply:
         kb = self.knowledge
