@@ -11,7 +11,7 @@ unexport PYTHONDONTWRITEBYTECODE
 STAMP := $(VENV)/.sleuth-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install test-tools run test test-fast lint bench chart asyncapi demo-question demo-kubectl clean
+.PHONY: help install test-tools run test test-fast lint bench soak chart asyncapi demo-question demo-kubectl clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -55,6 +55,11 @@ lint: install ## ruff, import-linter and mypy
 
 bench: install ## Print performance figures as ratios against floors measured in the same run
 	$(VENV)/bin/python -m sleuth.bench
+
+SOAK_MINUTES ?= 10
+
+soak: install ## Chaos soak: 3 NATS nodes, 2 gateways/agents/authz-caches under load while parts fail in turn (SOAK_MINUTES=10)
+	$(VENV)/bin/sleuth soak --minutes $(SOAK_MINUTES) --json .sleuth-soak/soak.json
 
 asyncapi: install ## Write docs/asyncapi/<service>.json, each service's AsyncAPI document, from code
 	$(VENV)/bin/sleuth asyncapi

@@ -189,6 +189,8 @@ PUBLISH = [
     Pub(AUDIT_USER, S.audit("x"), False, "the audit reader cannot forge audit events"),
     Pub("agent", S.audit("tool_call"), True, "every service audits"),
     Pub("agent", "other.subject", False, "nothing outside the table"),
+    Pub("agent", S.incidents_recorded, True, "incident memory: agents tell each other"),
+    Pub("gateway", S.incidents_recorded, False, "nobody else can plant an incident"),
 ]
 
 
@@ -232,6 +234,9 @@ SUBSCRIBE = [
     Sub(AUDIT_USER, f"{S.prefix}.audit.>", "agent", S.audit("job_finished"), True, "what the audit user is for"),
     Sub(AUDIT_USER, S.jobs_done_all, "agent", S.jobs_done("j1"), False, "nothing but audit"),
     Sub("reporter", S.alerts_channels_all, "gateway", S.alerts_channels("on"), False, "alerts' commands"),
+    Sub("agent", S.incidents_recorded, "agent", S.incidents_recorded, True, "every agent keeps an incident index"),
+    Sub("gateway", S.incidents_recorded, "agent", S.incidents_recorded, False, "incidents name the asker's objects"),
+    Sub(AUDIT_USER, f"{S.prefix}.incidents.>", "agent", S.incidents_recorded, False, "not an audit event"),
 ]
 
 

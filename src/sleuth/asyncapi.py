@@ -30,6 +30,7 @@ from sleuth_common.messages import (
     AlertmanagerWebhook,
     AuthenticateRequest,
     ChatPost,
+    IncidentRecorded,
     InvalidateRequest,
     InventoryRequest,
     InvestigationJob,
@@ -100,6 +101,8 @@ def _declared_agent() -> NatsBroker:
     _publishes(b, S.authz_scope, ScopeRequest, "Request: the asker's scope (reply ScopeReply).")
     _publishes(b, S.authz_resolve, ResolveRequest, "Request: IPs to namespaces (reply ResolveReply).")
     _publishes(b, S.authz_inventory, InventoryRequest, "Request: a cluster's object names (reply InventoryReply).")
+    _publishes(b, S.incidents_recorded, IncidentRecorded, "An incident this agent remembered (every agent, and "
+               "only agents, hear it: it names the asker's objects).")
     _audit(b, "the agent")
     return b
 

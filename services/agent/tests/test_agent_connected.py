@@ -325,6 +325,15 @@ async def test_an_answer_never_goes_to_a_reply_subject_the_publisher_chose(stack
         await nc.drain()
 
 
+async def eventually(condition: Any, within: float = 10.0) -> None:
+    """Wait until ``condition()`` holds (polled every 50 ms), failing after ``within`` seconds."""
+    for _ in range(int(within / 0.05)):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"not true within {within:g}s")
+
+
 RUNBOOKS = {
     # tagged for team-a's failure: alice's answer links it
     "oom-team-a": "---\ntitle: Memory limits in team-a\ntags: [family:oom_killed, namespace:team-a]\n---\n"
@@ -381,9 +390,7 @@ async def test_answers_link_the_runbook_their_tags_match_and_only_one_the_asker_
             chat = text.replace("oom-team-a", "x").replace("Chat edition", "From chat").replace(
                 "namespace:team-a", "workload:checkout-api")
             await store.put(parse_runbook(chat, id="from-chat"), chat, by="carol")
-            async with asyncio.timeout(10):
-                while len(agent.knowledge.index) != 4:
-                    await asyncio.sleep(0.1)
+            await eventually(lambda: len(agent.knowledge.index) == 4)
             job = job_for("alice", "what is failing in team-a?")
             await asker.submit(job)
             answer = (await asker.result(job)).answer_markdown
@@ -411,9 +418,7 @@ async def test_a_standing_instruction_marks_its_finding_expected_and_says_so(
     nc = await nats.connect(nats_server.url)
     try:
         async with authz_responder(nc), running_agent(settings) as agent:
-            async with asyncio.timeout(10):
-                while len(agent.knowledge.index) != 2:
-                    await asyncio.sleep(0.05)
+            await eventually(lambda: len(agent.knowledge.index) == 2)
             asker = Asker(nc)
             job = job_for("alice", "what is failing in team-a?")
             await asker.submit(job)
@@ -428,4 +433,77 @@ async def test_a_standing_instruction_marks_its_finding_expected_and_says_so(
                                             "(`checkout-oom`).*")
             assert "Team-b rule" not in answer and secret not in answer
     finally:
+        await nc.drain()
+
+
+async def test_a_repeated_failure_shows_the_earlier_incident_and_never_another_tenants(
+        stack, nats_server, valkey, demo_snapshot) -> None:
+    """Incident memory: an answer is recorded (Redis, announced to agents), a restarted agent loads it
+    and shows it under "Seen before" when the failure repeats; another tenant's incident with the very
+    same evidence reaches a cluster-wide reader but never alice — not in the answer, not in metrics."""
+    from redis.asyncio import Redis
+
+    from sleuth_common.messages import IncidentRecorded
+
+    settings = agent_settings(stack, nats_server.url, valkey.url)
+    nc = await nats.connect(nats_server.url)
+    redis = Redis.from_url(valkey.url)
+    heard: list[IncidentRecorded] = []
+
+    async def hear(msg: Any) -> None:
+        heard.append(IncidentRecorded.model_validate_json(msg.data))
+
+    async def until(check: Any) -> None:
+        async with asyncio.timeout(10):
+            while not check():  # noqa: ASYNC110 (state of another task, no event to wait on)
+                await asyncio.sleep(0.05)
+
+    try:
+        await nc.subscribe(SUBJECTS.incidents_recorded, cb=hear)
+        async with authz_responder(nc):
+            asker = Asker(nc)
+            async with running_agent(settings):
+                first = job_for("alice", "what is failing in team-a?")
+                await asker.submit(first)
+                r1 = await asker.result(first)
+                assert r1.status == "diagnosed" and "Seen before" not in r1.answer_markdown
+                await until(lambda: heard)
+            mine = heard[0].incident
+            assert (mine.job_id, mine.user, mine.resource, mine.namespaces) == (
+                first.id, "alice", r1.root_cause.resource, ("team-a",))
+            assert mine.signature and all(len(s) <= 160 for s in mine.signature)
+            assert {k.decode() for k in await redis.keys("sleuth:agent:incidents:*")} == {
+                "sleuth:agent:incidents:by_time", f"sleuth:agent:incidents:doc:{first.id}"}
+
+            async with running_agent(settings) as agent:  # a restarted agent: its index comes from Redis
+                await until(lambda: agent.incidents.loaded and first.id in agent.incidents.index)
+                # team-b's incident with the same evidence, as another agent announces it
+                names_b = sorted(team_b_names(demo_snapshot))
+                foreign = mine.model_copy(update={
+                    "job_id": "b-1", "namespaces": ("team-b",), "user": "bob",
+                    "resource": f"Deployment/team-b/{names_b[0]}", "summary": f"MARKER-B {names_b[1]} failed."})
+                await nc.publish(SUBJECTS.incidents_recorded, IncidentRecorded(incident=foreign).to_bytes())
+                await until(lambda: "b-1" in agent.incidents.index)
+
+                second = job_for("alice", "what is failing in team-a?")
+                await asker.submit(second)
+                r2 = await asker.result(second)
+                section = r2.answer_markdown[r2.answer_markdown.index("**Seen before** (in your scope):"):]
+                assert f"the same failure of `{mine.resource}` ({mine.family})" in section, section
+                assert section.count("\n- ") == 1  # the earlier one only: not itself, not team-b's
+                dumped = json.dumps(r2.model_dump(mode="json"))
+                assert "MARKER-B" not in dumped and not [n for n in team_b_names(demo_snapshot) if n in dumped]
+                assert agent.metrics.seen_before_hits.labels(mine.family)._value.get() == 1
+
+                third = job_for("carol", "what is failing in team-a?")  # cluster-wide: sees both
+                await asker.submit(third)
+                r3 = await asker.result(third)
+                assert "MARKER-B" in r3.answer_markdown and f"`{mine.resource}`" in r3.answer_markdown
+                metrics = agent.metrics.registry.get_sample_value
+                # recorded after each answer is out: r2's and r3's
+                await until(lambda: metrics("sleuth_agent_incidents_recorded_total",
+                                            {"family": mine.family, "stored": "yes"}) == 2)
+                assert {h.incident.job_id for h in heard} == {first.id, "b-1", second.id, third.id}
+    finally:
+        await redis.aclose()
         await nc.drain()

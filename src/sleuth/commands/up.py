@@ -21,7 +21,12 @@ def _cmd_up(args: argparse.Namespace) -> int:
         print(f"sleuth up: {snapshot} is not a directory (a snapshot or a cluster-info dump)", file=sys.stderr)
         return 2
     ports = StackPorts(gateway=args.port)
-    spec = StackSpec(snapshot=snapshot, state_dir=Path(args.state_dir), ports=ports, agents=args.agents)
+    clustered = args.nats_cluster > 1
+    # The replicated topology: every gateway on the next port up, two authz-caches, Valkey with AOF.
+    spec = StackSpec(snapshot=snapshot, state_dir=Path(args.state_dir), ports=ports, agents=args.agents,
+                     nats_cluster=args.nats_cluster, gateways=args.gateways,
+                     gateway_ports=tuple(args.port + i for i in range(1, args.gateways)),
+                     authz_caches=args.authz_caches or (2 if clustered else 1), valkey_aof=clustered)
     # SIGTERM behaves like Ctrl-C so `kill` stops the children too; SIGINT is handled even when
     # started in the background by a shell that ignores it.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -57,4 +62,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up.add_argument("--state-dir", default=".sleuth", help="where data, logs and generated config live")
     up.add_argument("--port", type=int, default=8080, help="web chat / HTTP API port")
     up.add_argument("--agents", type=int, default=1, help="number of agent workers")
+    up.add_argument("--gateways", type=int, default=1,
+                    help="number of gateways (web chat and API on --port, --port+1, …)")
+    up.add_argument("--nats-cluster", type=int, default=1, choices=(1, 3),
+                    help="nats-server nodes: 3 = a cluster on loopback, streams at 3 replicas, two authz-caches "
+                         "and Valkey with an append-only file")
+    up.add_argument("--authz-caches", type=int, default=0, help="authz-cache replicas (default 1; 2 with a cluster)")
     up.set_defaults(func=_cmd_up)

@@ -139,11 +139,15 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
                 s.alerts_results_all, audit, *_stream(jobs), *_consumer(jobs, s.agent_durable), *_stream(results),
                 # answers to `diagnostics` and `kb` only, not into the gateway's other replies
                 s.agent_diagnostics_reply("_INBOX.gateway"), s.agent_kb_reply("_INBOX.gateway"),
+                # incident memory: agents tell each other (it names the asker's objects; nobody else hears it)
+                s.incidents_recorded,
             ),
             # `diagnostics` and `kb`, in its queue group only (one agent answers, none overhears).
-            subscribe=(f"{s.agent_diagnostics} {s.agent_queue}", f"{s.agent_kb} {s.agent_queue}", inbox("agent")),
+            subscribe=(f"{s.agent_diagnostics} {s.agent_queue}", f"{s.agent_kb} {s.agent_queue}",
+                       s.incidents_recorded, inbox("agent")),
             note="the only consumer of JOBS; publishes progress and results (a job's reply "
-                 "subject can only be one of these); answers the gateway's `diagnostics` and `kb`",
+                 "subject can only be one of these); answers the gateway's `diagnostics` and `kb`; "
+                 "announces and hears incidents (agents only)",
         ),
         "alerts": NatsPermissions(
             publish=(

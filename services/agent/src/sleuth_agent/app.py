@@ -16,6 +16,7 @@ from redis.asyncio import Redis
 
 from sleuth_agent.diagnostics import DiagnosticsResponder, diagnostics_router
 from sleuth_agent.handlers import JobHandler
+from sleuth_agent.incidents import IncidentMemory, IncidentStore, incidents_router
 from sleuth_agent.knowledge import KbResponder, Knowledge, RunbookStore, kb_router
 from sleuth_agent.llm import LlmInvestigator, make_llm_investigator
 from sleuth_agent.metrics import HealthServer, Metrics, health_app
@@ -25,6 +26,7 @@ from sleuth_common.audit import AuditLog
 from sleuth_common.connect import nats_broker, redis_client
 from sleuth_common.health import Dependencies, Readiness, until_up
 from sleuth_common.identity import IdentityVerifier, job_verifier_from_settings
+from sleuth_common.messages import IncidentRecorded
 from sleuth_common.streams import ensure_streams
 from sleuth_common.subjects import Subjects
 
@@ -51,6 +53,8 @@ class Agent:
     knowledge: Knowledge | None = None
     kb: KbResponder | None = None
     _knowledge_task: asyncio.Task[None] | None = field(default=None, repr=False)
+    incidents: IncidentMemory | None = None
+    _incidents_task: asyncio.Task[None] | None = field(default=None, repr=False)
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -88,6 +92,12 @@ class Agent:
                                        reload_interval=kb.reload_interval, search_timeout=kb.search_timeout)
             self._knowledge_task = asyncio.create_task(self.knowledge.run(), name="agent-runbooks")
             self.kb = KbResponder(self.knowledge, RunbookStore(self.redis, self.settings.prefix))
+        inc = self.settings.incidents
+        if inc.enabled and self.incidents is None:  # loads in the background: Redis down never holds up jobs
+            store = IncidentStore(self.redis, self.settings.prefix, max_incidents=inc.max_incidents,
+                                  max_age=inc.max_age_days * 86400.0)
+            self.incidents = IncidentMemory(store, inc)
+            self._incidents_task = asyncio.create_task(self.incidents.run(), name="agent-incidents")
         await until_up(functools.partial(self._pull_jobs, verifier), self.deps.nats_retry)
 
     async def _after_broker(self) -> None:
@@ -108,13 +118,24 @@ class Agent:
             self.audit = AuditLog(Subjects(self.settings.prefix), "agent", self.settings.audit, self.metrics.registry)
             await self.audit.start(nc, self.settings.jetstream.replicas)
         self.handler = JobHandler(nc, self.settings, self.metrics, self.redis, self.llm, verifier=verifier,
-                                  audit=self.audit, knowledge=self.knowledge)
+                                  audit=self.audit, knowledge=self.knowledge, incidents=self.incidents)
+        if self.incidents is not None:
+            subject = Subjects(self.settings.prefix).incidents_recorded
+
+            async def announce(message: IncidentRecorded) -> None:
+                await nc.publish(subject, message.to_bytes())
+
+            self.incidents.announce_with(announce)
         worker = JobWorker(nc, Subjects(self.settings.prefix), self.settings.agent, self.handler.handle, self.metrics,
                            stream_replicas=self.settings.jetstream.replicas)
         await worker.start()
         self.worker = worker
 
     async def stop(self) -> None:
+        if self._incidents_task is not None:
+            self._incidents_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._incidents_task
         if self._knowledge_task is not None:
             self._knowledge_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -154,6 +175,7 @@ def build(settings: Settings) -> Agent:
     broker.include_router(diagnostics_router(lambda: agent.diagnostics, Subjects(settings.prefix),
                                              crashes=metrics.crashes))
     broker.include_router(kb_router(lambda: agent.kb, Subjects(settings.prefix), crashes=metrics.crashes))
+    broker.include_router(incidents_router(lambda: agent.incidents, Subjects(settings.prefix)))
     # Before the broker's own start (which subscribes on the connection made, and waited for,
     # here); after it, ready.
     agent.app.on_startup(agent._before_broker)

@@ -20,6 +20,7 @@ from nats.errors import Error as NatsError
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from sleuth_agent.incidents import IncidentMemory, incident_of, seen_before_section
 from sleuth_agent.knowledge import (
     Knowledge,
     KnowledgeTools,
@@ -51,6 +52,7 @@ from sleuth_common.mcp import (
     use_tool_observer,
 )
 from sleuth_common.messages import (
+    Incident,
     InvestigationJob,
     InvestigationResult,
     JobProgress,
@@ -170,9 +172,11 @@ class JobHandler:
         verifier: IdentityVerifier | None = None,
         audit: AuditLog | None = None,
         knowledge: Knowledge | None = None,
+        incidents: IncidentMemory | None = None,
     ) -> None:
         self.nc = nc
         self.knowledge = knowledge
+        self.incidents = incidents
         self.llm = llm
         self.verifier = verifier
         self.settings = settings
@@ -264,6 +268,7 @@ class JobHandler:
             return None
         seq = 0
         llm_run: LlmRun | None = None
+        incident: Incident | None = None
 
         async def progress(stage: str, message: str) -> None:
             nonlocal seq
@@ -323,8 +328,31 @@ class JobHandler:
                             instructions=instructions, knowledge=tools,
                         )
                     result = await self._with_runbook(job, scope, result)
+                    result, incident = await self._with_seen_before(job, scope, result)
                     result = self._with_instructions(job, result, instructions, llm_run)
-        return await self._publish(job, result, started, llm_run)
+        published = await self._publish(job, result, started, llm_run)
+        if published is not None and incident is not None and self.incidents is not None:
+            stored = await self.incidents.record(incident)  # after the answer is out
+            self.metrics.incidents_recorded.labels(incident.family, "yes" if stored else "no").inc()
+        return published
+
+    async def _with_seen_before(self, job: InvestigationJob, scope: ScopeReply,
+                                result: InvestigationResult) -> tuple[InvestigationResult, Incident | None]:
+        """The answer with a "Seen before" section listing earlier incidents like this one that the
+        asker (every reader) may see, and this one as an incident to remember (None: not diagnosed)."""
+        if self.incidents is None:
+            return result, None
+        s = self.settings.incidents
+        incident = incident_of(job, result, scope, max_summary=s.max_summary_chars, max_actions=s.max_actions,
+                               max_signature=s.max_signature_items)
+        if incident is None:
+            return result, None
+        section = seen_before_section(await self.incidents.search(incident, scope))
+        if not section:
+            return result, incident
+        self.metrics.seen_before_hits.labels(incident.family).inc()
+        answer = f"{result.answer_markdown.rstrip()}\n\n{section}\n"
+        return result.model_copy(update={"answer_markdown": answer}), incident
 
     async def _with_runbook(self, job: InvestigationJob, scope: ScopeReply,
                             result: InvestigationResult) -> InvestigationResult:

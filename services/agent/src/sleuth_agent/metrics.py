@@ -90,6 +90,18 @@ class Metrics:
             ["family"],
             registry=self.registry,
         )
+        self.seen_before_hits = Counter(
+            "sleuth_agent_seen_before_hits",
+            "Answers with a \"seen before\" section (earlier incidents in the asker's scope), by the root cause's family",
+            ["family"],
+            registry=self.registry,
+        )
+        self.incidents_recorded = Counter(
+            "sleuth_agent_incidents_recorded",
+            "Diagnosed investigations remembered as incidents, by family and whether Redis stored them",
+            ["family", "stored"],
+            registry=self.registry,
+        )
         self.authz_unavailable = Counter(
             "sleuth_agent_authz_unavailable",
             "Jobs answered \"authorization is unavailable\": authz-cache did not answer the scope request",

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sleuth_common.config import ServiceSettings
 from sleuth_common.llm import LlmSettings
 
-__all__ = ["AgentSettings", "KnowledgeSettings", "LimitsSettings", "Settings"]
+__all__ = ["AgentSettings", "IncidentsSettings", "KnowledgeSettings", "LimitsSettings", "Settings"]
 
 
 class AgentSettings(BaseModel):
@@ -102,7 +102,39 @@ class KnowledgeSettings(BaseModel):
     """Longest a runbook search may take; an answer never waits longer, it goes without the line."""
 
 
+class IncidentsSettings(BaseModel):
+    """Incident memory and the "seen before" section of answers (``sleuth_agent.incidents``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    enabled: bool = True
+    """Record every diagnosed investigation and show similar earlier ones in answers."""
+    max_age_days: float = Field(default=90.0, gt=0)
+    """Incidents older than this are forgotten (Redis expires them; the index drops them)."""
+    max_incidents: int = Field(default=10_000, ge=1)
+    """Most incidents kept (in Redis and in each agent's index); the oldest go first."""
+    max_summary_chars: int = Field(default=600, ge=80)
+    """Longest root-cause summary kept with an incident (cut with "…")."""
+    max_actions: int = Field(default=5, ge=0)
+    """Most actions kept with an incident, each cut to ``max_summary_chars``."""
+    max_signature_items: int = Field(default=12, ge=1)
+    """Most normalised evidence highlights in an incident's signature (each at most 160 characters)."""
+    shown: int = Field(default=3, ge=1, le=10)
+    """Most earlier incidents a "seen before" section lists."""
+    min_similarity: float = Field(default=0.5, gt=0, le=1)
+    """How alike two evidence signatures must be (shared share of their normalised items, Jaccard)
+    for an incident on another object or of another family to count as seen before."""
+    search_timeout: float = Field(default=0.3, gt=0)
+    """Longest the "seen before" search may take; an answer never waits longer, it goes without it."""
+    redis_timeout: float = Field(default=2.0, gt=0)
+    """Longest storing one incident (after the answer is out) or loading them at start may take."""
+    reindex_interval: float = Field(default=5.0, gt=0)
+    """Seconds between rebuilds of the BM25 index with incidents added since (those are searched
+    one by one until then), and between attempts to load from Redis while it is down."""
+
+
 class Settings(ServiceSettings):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
+    incidents: IncidentsSettings = Field(default_factory=IncidentsSettings)

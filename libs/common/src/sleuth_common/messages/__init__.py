@@ -35,6 +35,7 @@ from sleuth_common.messages.diagnostics import (
     McpServerReport,
 )
 from sleuth_common.messages.errors import ERROR_HEADER, BusErrorReply, ErrorKind
+from sleuth_common.messages.incidents import Incident, IncidentRecorded
 from sleuth_common.messages.jobs import (
     Action,
     AlertRef,
@@ -95,6 +96,8 @@ __all__ = [
     "Evidence",
     "Finding",
     "HistoryTurn",
+    "Incident",
+    "IncidentRecorded",
     "InvalidateRequest",
     "InventoryReply",
     "InventoryRequest",

@@ -1,0 +1,19 @@
+"""Incident memory (issue 17): every diagnosed investigation is remembered, and answers say when
+the same failure — or evidence like it — was seen before, in the asker's scope, with what fixed it.
+
+- :mod:`._record` — what an incident keeps (never raw tool output: a normalised evidence
+  signature) and who may see it again.
+- :mod:`._index` — the in-memory index every agent searches (object, family, BM25 over signatures).
+- :mod:`._store` — Redis (``<prefix>:agent:incidents:*``, retention) and :class:`IncidentMemory`.
+- :mod:`._bus` — ``<prefix>.incidents.recorded``, heard by every agent.
+- :mod:`._answer` — the "Seen before" section.
+"""
+
+from sleuth_agent.incidents._answer import seen_before_section
+from sleuth_agent.incidents._bus import incidents_router
+from sleuth_agent.incidents._index import IncidentIndex, SeenBefore, similarity
+from sleuth_agent.incidents._record import incident_of, normalise, visible_to
+from sleuth_agent.incidents._store import IncidentMemory, IncidentStore
+
+__all__ = ["IncidentIndex", "IncidentMemory", "IncidentStore", "SeenBefore", "incident_of", "incidents_router",
+           "normalise", "seen_before_section", "similarity", "visible_to"]
