@@ -216,11 +216,13 @@ class OfflineCluster:
 
 @contextmanager
 def offline_cluster(
-    snapshot: Path, state_dir: Path | None = None, *, impersonate: bool = True
+    snapshot: Path, state_dir: Path | None = None, *, impersonate: bool = True,
+    kube_mcp: dict[str, Any] | None = None,
 ) -> Iterator[OfflineCluster]:
     """Start simcluster and kube-mcp (``sleuth-reader``, impersonating the asker) on loopback;
     stop both after. ``impersonate=False``: kube-mcp reads with the reader's own rights and only
-    the filter scopes results (the old mode, kept for ``make bench``'s comparison)."""
+    the filter scopes results (the old mode, kept for ``make bench``'s comparison). ``kube_mcp``:
+    more of kube-mcp's settings (``{"max_items": 3}``)."""
     from sleuth_kube_mcp import Settings as KubeMcpSettings
     from sleuth_kube_mcp import serve_in_thread
     from sleuth_simcluster import SimCluster
@@ -240,7 +242,7 @@ def offline_cluster(
                 {"kube_mcp": {"port": 0, "kubeconfig": str(sim.kubeconfig(READER_USER)), "cluster_name": cname,
                               "require_identity": impersonate,
                               # offline without --as reads as an admin (system:masters), in-process only
-                              "refused_groups": []},
+                              "refused_groups": [], **(kube_mcp or {})},
                  "identity": identity.model_dump()}
             )
             mcp = serve_in_thread(settings)

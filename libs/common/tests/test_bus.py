@@ -151,3 +151,54 @@ async def test_request_raises_the_typed_error_of_each_failure(nats_server: NatsS
     with pytest.raises(TemporaryBusError) as closed:
         await request(nc, "t.scope", ScopeRequest(user="a"), ScopeReply, wait=5, service="the tester")
     assert closed.value.reason == "disconnected" and isinstance(closed.value, BusError)
+
+
+@pytest.mark.connected
+async def test_a_hedged_request_is_answered_by_the_live_replica_when_the_other_is_frozen(
+        nats_server: NatsServer) -> None:
+    """Two replicas in a queue group, one frozen (subscribed, never answering — as a SIGSTOPped
+    authz-cache): without hedging about half the requests time out; with ``hedge_after`` every one is
+    answered, well before ``wait``; and with both frozen the wait is still ``wait``, not twice."""
+    import asyncio
+    import time
+
+    nc = await nats.connect(nats_server.url)
+    frozen_seen = 0
+    try:
+        async def frozen(msg: Msg) -> None:
+            nonlocal frozen_seen
+            frozen_seen += 1
+
+        async def live(msg: Msg) -> None:
+            await msg.respond(ScopeReply(user=ScopeRequest.model_validate_json(msg.data).user).to_bytes())
+
+        await nc.subscribe("t.hedge", queue="q", cb=frozen)
+        await nc.subscribe("t.hedge", queue="q", cb=live)
+        await nc.flush()
+
+        async def ask(hedge: float) -> float | None:
+            t0 = time.monotonic()
+            try:
+                reply = await request(nc, "t.hedge", ScopeRequest(user="u"), ScopeReply, wait=1.5,
+                                      service="authz-cache", hedge_after=hedge)
+            except TemporaryBusError:
+                return None
+            assert reply.user == "u"
+            return time.monotonic() - t0
+
+        plain = await asyncio.gather(*(ask(0) for _ in range(40)))
+        assert 5 <= sum(t is None for t in plain) <= 35, "the queue group sends some requests to the frozen one"
+        # a copy every 0.1 s (at most 15 within 1.5 s): each request misses the live replica with 2^-15
+        hedged = await asyncio.gather(*(ask(0.1) for _ in range(40)))
+        assert sum(t is None for t in hedged) <= 1 and all(t < 1.5 for t in hedged if t is not None), hedged
+        assert frozen_seen > 10
+
+        await nc.subscribe("t.allfrozen", queue="q", cb=frozen)
+        await nc.flush()
+        t0 = time.monotonic()
+        with pytest.raises(TemporaryBusError, match=r"did not answer within 0\.6s"):
+            await request(nc, "t.allfrozen", ScopeRequest(user="u"), ScopeReply, wait=0.6, service="authz-cache",
+                          hedge_after=0.2)
+        assert time.monotonic() - t0 < 1.0
+    finally:
+        await nc.close()

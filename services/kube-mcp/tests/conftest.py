@@ -31,10 +31,11 @@ def kube_mcp(sim: Any) -> Iterator[Callable[..., ServerHandle]]:
     that user's kubeconfig (one server per distinct argument set, shared by the module).
     ``verify_key`` (a public key PEM file) turns on ``require_identity`` (the production mode);
     without it the server reads with the kubeconfig's own rights, as these shaping tests need."""
-    running: dict[tuple[str, bool, str], ServerHandle] = {}
+    running: dict[tuple[str, bool, str, str], ServerHandle] = {}
 
-    def get(user: str, accept_caller_token: bool = False, verify_key: str = "") -> ServerHandle:
-        key = (user, accept_caller_token, verify_key)
+    def get(user: str, accept_caller_token: bool = False, verify_key: str = "", **extra: Any) -> ServerHandle:
+        """``extra``: more ``kube_mcp`` settings (``max_items=3`` ...)."""
+        key = (user, accept_caller_token, verify_key, json.dumps(extra, sort_keys=True))
         if key not in running:
             settings = Settings.model_validate(
                 {
@@ -44,6 +45,7 @@ def kube_mcp(sim: Any) -> Iterator[Callable[..., ServerHandle]]:
                         "cluster_name": "demo",
                         "accept_caller_token": accept_caller_token,
                         "require_identity": bool(verify_key),
+                        **extra,
                     },
                     "identity": {"verify_key_files": [verify_key] if verify_key else [], "verify_keys_env": ""},
                 }

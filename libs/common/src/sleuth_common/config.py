@@ -251,6 +251,11 @@ class AuthzSettings(_Group):
     A RoleBinding made meanwhile is seen after at most this long, or at once after ``sleuth.authz.invalidate``."""
     resolve_cache_ttl: float = 10.0
     """Seconds authz-cache keeps a cluster's IP → namespace index (``sleuth.authz.resolve``)."""
+    hedge_after: float = Field(default=0.3, ge=0)
+    """Seconds without an answer from authz-cache after which a scope or sign-in request is sent again,
+    and again after each further interval (at most 16 copies): the queue group picks a replica per
+    copy, so one frozen replica costs a few intervals instead of ``request_timeout``. The first answer
+    wins; the total wait stays ``request_timeout``. 0 = off."""
     backend_timeout: float = 2.0
     """Seconds for one call to a cluster's API. Keep it below ``request_timeout`` so a hung
     cluster is reported as a cluster error instead of timing the whole request out."""

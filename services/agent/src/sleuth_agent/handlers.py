@@ -256,7 +256,8 @@ class JobHandler:
         req = ScopeRequest(user=who.user, groups=who.groups)
         try:
             return await request(self.nc, self.subjects.authz_scope, req, ScopeReply,
-                                 wait=self.settings.authz.request_timeout, service="authz-cache")
+                                 wait=self.settings.authz.request_timeout, service="authz-cache",
+                                 hedge_after=self.settings.authz.hedge_after)
         except BusError as exc:  # not running, no answer in time, a malformed or error reply: all unavailable
             raise ScopeUnavailable(str(exc)) from exc
 

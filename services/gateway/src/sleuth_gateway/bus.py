@@ -181,8 +181,10 @@ class Bus:
         publish_timeout: float,
         stream_replicas: int = 1,
         jetstream: JetStreamSettings | None = None,
+        hedge_after: float = 0.0,
     ) -> None:
         self._settings = nats_settings
+        self.hedge_after = hedge_after
         self.stream_replicas = stream_replicas
         self.jetstream = jetstream or JetStreamSettings()
         self.subjects = subjects
@@ -288,7 +290,8 @@ class Bus:
 
     async def authenticate(self, token: str) -> AuthenticateReply:
         return await request(self._client(), self.subjects.authz_authenticate, AuthenticateRequest(token=token),
-                             AuthenticateReply, wait=self.request_timeout, service="authz-cache")
+                             AuthenticateReply, wait=self.request_timeout, service="authz-cache",
+                             hedge_after=self.hedge_after)
 
     async def invalidate(self, user: str) -> None:
         nc = self._client()

@@ -46,6 +46,7 @@ class Gateway:
             settings.nats,
             self.subjects,
             request_timeout=settings.authz.request_timeout,
+            hedge_after=settings.authz.hedge_after,
             publish_timeout=settings.gateway.publish_timeout,
             stream_replicas=settings.jetstream.replicas,
             jetstream=settings.jetstream,

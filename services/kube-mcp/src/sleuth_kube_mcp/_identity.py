@@ -18,6 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from sleuth_common.httpserver import request_id_of
 from sleuth_common.identity import ASSERTION_HEADER, IdentityError, IdentityVerifier
 from sleuth_kube_mcp.kube import Caller
 
@@ -96,7 +97,7 @@ class IdentityGate:
                 self.caller_for(headers)
             except Unauthenticated as e:
                 log.info("refused an MCP request: %s", e)
-                body = json.dumps({"error": f"unauthenticated: {e}"}).encode()
+                body = json.dumps({"error": f"unauthenticated: {e}", "request_id": request_id_of(scope)}).encode()
                 await send({"type": "http.response.start", "status": 401, "headers": [
                     (b"content-type", b"application/json"), (b"www-authenticate", b"Sleuth-Identity"),
                     (b"content-length", str(len(body)).encode()),

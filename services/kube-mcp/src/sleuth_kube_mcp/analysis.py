@@ -58,24 +58,26 @@ def _pod_health(pod: Mapping[str, Any]) -> tuple[int, int, str]:
 
 async def _workload_pods(
     reader: KubeReader, namespace: str, workload: str, kind: str, label_selector: str, caller: Caller | None
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], bool]:
+    """The workload's pods, unhealthy first, and whether more pods than were read exist."""
     selector = label_selector
     if not selector and kind in _WORKLOAD_PATHS and workload:
         obj = await reader.client.get_json(
             _WORKLOAD_PATHS[kind].format(ns=namespace, name=workload), None, caller
         )
         selector = shaping.selector_string((obj.get("spec") or {}).get("selector")) or ""
-    data = await reader.client.get_json(
-        f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": selector}, caller
+
+    def mine(p: dict[str, Any]) -> dict[str, Any] | None:
+        if workload and not selector and not (_owned_by(p, workload) or str((p.get("metadata") or {}).get("name")) == workload):
+            return None
+        return p
+
+    # Unhealthy first needs them all: up to max_items pods are read (then the rest are said to be unread).
+    listing = await reader.client.list_items(
+        f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": selector}, caller,
+        limit=reader.max_items, shape=mine, max_scan=reader.max_scan,
     )
-    pods = list(data.get("items") or [])
-    if workload and not selector:
-        pods = [
-            p
-            for p in pods
-            if _owned_by(p, workload) or str((p.get("metadata") or {}).get("name")) == workload
-        ]
-    return sorted(pods, key=_pod_health)
+    return sorted(listing.items, key=_pod_health), listing.more
 
 
 async def analyze_logs(
@@ -97,7 +99,7 @@ async def analyze_logs(
     reference = parse_time(reference_time) if reference_time else None
     if reference_time and reference is None:
         raise BadRequest(f"reference_time {reference_time!r} is not an RFC 3339 time")
-    pods = await _workload_pods(reader, namespace, workload, kind, label_selector, caller)
+    pods, unread = await _workload_pods(reader, namespace, workload, kind, label_selector, caller)
     skipped: list[dict[str, str]] = []
     for p in pods[max_pods:]:
         skipped.append(
@@ -194,6 +196,9 @@ async def analyze_logs(
     }
     if reference is not None:
         out["reference_time"] = reference_time
+    if unread:
+        out["pods_unread"] = (f"the workload has more than the {len(pods)} pods read (the first by name); "
+                              "the unhealthy ones among the others were not considered")
     if windows_full:
         out["windows_full"] = sorted(windows_full)
         out["windows_full_note"] = (
@@ -316,16 +321,17 @@ def _pod_refs(pod: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 
 async def _read_namespace(
     reader: KubeReader, namespace: str, caller: Caller | None
-) -> dict[str, list[dict[str, Any]]]:
-    async def one(key: str, path: str) -> tuple[str, list[dict[str, Any]]]:
+) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """Every list of ``_SUBGRAPH_LISTS`` (the first ``max_items`` of each), and the lists that hold more."""
+    async def one(key: str, path: str) -> tuple[str, list[dict[str, Any]], bool]:
         try:
-            data = await reader.client.get_json(path.format(ns=namespace), None, caller)
+            listing = await reader.client.list_items(path.format(ns=namespace), None, caller, limit=reader.max_items)
         except KubeApiError:
-            return key, []
-        return key, list(data.get("items") or [])
+            return key, [], False
+        return key, listing.items, listing.more
 
     got = await asyncio.gather(*(one(k, p) for k, p in _SUBGRAPH_LISTS.items()))
-    return dict(got)
+    return {k: items for k, items, _more in got}, [k for k, _items, more in got if more]
 
 
 def _build(namespace: str, objs: dict[str, list[dict[str, Any]]]) -> _Graph:
@@ -462,7 +468,7 @@ async def subgraph(
     """Nodes within ``hops`` of ``kind/name`` and the edges between them, breadth first, trimmed
     so the JSON stays within ``budget`` tokens (about 4 characters each)."""
     k = await reader.resolve_kind(kind, caller)
-    objs = await _read_namespace(reader, namespace, caller)
+    objs, partial = await _read_namespace(reader, namespace, caller)
     g = _build(namespace, objs)
     focus = g.node_id(k.kind, name)
     if focus not in g.nodes:
@@ -506,4 +512,7 @@ async def subgraph(
     }
     if trimmed:
         out["trimmed"] = f"{trimmed} more node(s) beyond the {budget}-token budget were left out"
+    if partial:
+        out["partial"] = (f"only the first {reader.max_items} (by name) of {', '.join(partial)} were read: "
+                          "objects past them and their edges are missing")
     return out

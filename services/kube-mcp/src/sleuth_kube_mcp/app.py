@@ -10,10 +10,12 @@ from typing import Any
 from mcp.server import MCPServer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sleuth_common.health import OK, Readiness, alive
+from sleuth_common.httpserver import RequestIds, request_id_of
 from sleuth_common.identity import IdentityError, verifier_from_settings
 from sleuth_kube_mcp._identity import IdentityGate
 from sleuth_kube_mcp._metrics import Metrics
@@ -67,8 +69,8 @@ def create_mcp_server(settings: Settings, access: ClusterAccess | None = None) -
     access = access or load_access(k.kubeconfig, k.context, k.service_account_dir)
     gate = identity_gate(settings)
     metrics = Metrics()
-    client = KubeClient(access, timeout=k.request_timeout, on_response=metrics.count_response)
-    reader = KubeReader(client, max_log_bytes=k.max_log_bytes, max_items=k.max_items)
+    client = KubeClient(access, timeout=k.request_timeout, on_response=metrics.count_response, page_size=k.page_size)
+    reader = KubeReader(client, max_log_bytes=k.max_log_bytes, max_items=k.max_items, max_scan=k.max_scan)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -134,7 +136,43 @@ def create_app(settings: Settings, access: ClusterAccess | None = None) -> Starl
     app.state.mcp_server = server
     app.state.metrics = metrics
     app.add_middleware(_GateMiddleware, gate=server.identity_gate)  # type: ignore[attr-defined]
+    app.add_middleware(_McpMethods)
+    app.add_middleware(RequestIds)  # outermost: the id and the security headers on every response
+    app.add_exception_handler(HTTPException, _http_error)  # 404, 405 ... as {error, request_id}
     return app
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return JSONResponse({"error": exc.detail, "request_id": request_id_of(request.scope)},
+                        status_code=exc.status_code, headers=dict(exc.headers or {}))
+
+
+class _McpMethods:
+    """``/mcp`` takes JSON POSTs only. The server is stateless and answers in JSON, so it never sends
+    anything on a GET event stream (which would otherwise stay open, holding a connection, until
+    the client leaves) and has no session to DELETE: 405. A body that is not declared JSON is 415
+    (the SDK would answer it in plain text). Both as ``{error, request_id}``."""
+
+    def __init__(self, app: Any, path: str = "/mcp") -> None:
+        self.app, self.path = app, path
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("path") != self.path:
+            await self.app(scope, receive, send)
+            return
+        if scope.get("method") != "POST":
+            response = JSONResponse({"error": f"{self.path} takes POST (JSON-RPC); this server streams nothing",
+                                     "request_id": request_id_of(scope)}, status_code=405, headers={"Allow": "POST"})
+            await response(scope, receive, send)
+            return
+        ctype = next((v for k, v in scope.get("headers", []) if k == b"content-type"), b"")
+        if ctype.split(b";")[0].strip().lower() != b"application/json":
+            response = JSONResponse({"error": "send the JSON-RPC message with Content-Type: application/json",
+                                     "request_id": request_id_of(scope)}, status_code=415)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class _GateMiddleware:

@@ -4,11 +4,21 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from sleuth_kube_mcp import shaping
-from sleuth_kube_mcp.kube import Caller, Kind, KindResolver, KubeApiError, KubeClient, KubeUnavailable
+from sleuth_kube_mcp.kube import (
+    Caller,
+    Kind,
+    KindResolver,
+    KubeApiError,
+    KubeClient,
+    KubeUnavailable,
+    Listing,
+)
 
 __all__ = ["BadRequest", "KubeReader"]
 
@@ -22,27 +32,52 @@ class BadRequest(Exception):
     """The arguments cannot be turned into a read (unknown kind, missing namespace, ...)."""
 
 
-def _cap(records: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], int]:
-    if limit > 0 and len(records) > limit:
-        return records[:limit], len(records) - limit
-    return records, 0
-
-
-def _listing(namespace: str, key: str, records: list[dict[str, Any]], limit: int) -> dict[str, Any]:
-    shown, omitted = _cap(records, limit)
-    out: dict[str, Any] = {"namespace": namespace, "count": len(records), key: shown}
-    if omitted:
+def _bounds(shown: int, listings: Sequence[Listing], cut: int = 0, what: str = "records") -> dict[str, Any]:
+    """``count`` and, when the lists hold more than is shown, ``complete: false``, ``omitted`` (when
+    the API server counted the rest) and a ``note`` saying so. ``cut``: records read but not shown."""
+    partial = [x for x in listings if x.more]
+    if not partial and not cut:
+        return {"count": shown}
+    counted = all(x.remaining is not None for x in partial)
+    omitted = cut + sum(x.remaining or 0 for x in partial)
+    out: dict[str, Any] = {"count": shown + omitted, "complete": False}
+    if counted:
         out["omitted"] = omitted
+        out["note"] = f"showing {shown} of {shown + omitted} {what}; narrow the query to see the others"
+    else:
+        out["note"] = (f"showing {shown} {what}; more exist and were not read or counted (a filtered list "
+                       "is not counted by the API server): narrow the query to see them")
     return out
 
 
-class KubeReader:
-    """Read-only views of one cluster, each read made as ``caller`` (see :class:`Caller`)."""
+def _listing(namespace: str, key: str, records: list[dict[str, Any]], listing: Listing, what: str) -> dict[str, Any]:
+    return {"namespace": namespace, key: records, **_bounds(len(records), [listing], what=what)}
 
-    def __init__(self, client: KubeClient, max_log_bytes: int = 262144, max_items: int = 500) -> None:
+
+def _storage_record(o: dict[str, Any], kind: str) -> dict[str, Any]:
+    return shaping.storage_record(o, kind)
+
+
+def _by_name(o: dict[str, Any]) -> str:
+    return str((o.get("metadata") or {}).get("name"))
+
+
+class KubeReader:
+    """Read-only views of one cluster, each read made as ``caller`` (see :class:`Caller`).
+
+    Lists are read page by page and only as far as a tool returns (``max_items`` records, in the
+    API server's order: by name within a namespace), so a big cluster costs no more than a small
+    one; what is left unread is counted when the API server counts it, and said either way.
+    ``max_scan`` bounds the lists a tool must see more of than it returns (events, newest first).
+    """
+
+    def __init__(
+        self, client: KubeClient, max_log_bytes: int = 262144, max_items: int = 500, max_scan: int = 5000
+    ) -> None:
         self.client = client
         self.max_log_bytes = max_log_bytes
         self.max_items = max_items
+        self.max_scan = max(max_scan, max_items)
         self.kinds = KindResolver()
         self._discovery_lock = asyncio.Lock()
 
@@ -50,14 +85,15 @@ class KubeReader:
     async def list_pods(
         self, namespace: str, label_selector: str = "", field_selector: str = "", caller: Caller | None = None
     ) -> dict[str, Any]:
-        data = await self.client.get_json(
+        listing = await self.client.list_items(
             f"/api/v1/namespaces/{namespace}/pods",
             {"labelSelector": label_selector, "fieldSelector": field_selector},
             caller,
+            limit=self.max_items,
+            shape=shaping.pod_summary,
         )
-        pods = [shaping.pod_summary(p) for p in data.get("items") or []]
-        pods.sort(key=lambda p: str(p.get("name")))
-        return _listing(namespace, "pods", pods, self.max_items)
+        pods = sorted(listing.items, key=lambda p: str(p.get("name")))
+        return _listing(namespace, "pods", pods, listing, "pods (by name)")
 
     async def get_pod(self, namespace: str, name: str, caller: Caller | None = None) -> dict[str, Any]:
         pod = await self.client.get_json(f"/api/v1/namespaces/{namespace}/pods/{name}", None, caller)
@@ -123,21 +159,31 @@ class KubeReader:
             selectors.append(f"involvedObject.kind={involved_object_kind}")
         if len(wanted) == 1:
             selectors.append(f"type={next(iter(wanted))}")
-        data = await self.client.get_json(
-            f"/api/v1/namespaces/{namespace}/events", {"fieldSelector": ",".join(selectors)}, caller
-        )
-        records = []
-        for ev in data.get("items") or []:
+
+        def keep(ev: dict[str, Any]) -> dict[str, Any] | None:
             r = shaping.event_record(ev)
             io = r.get("involved_object") or {}
             if involved_object_name and io.get("name") != involved_object_name:
-                continue
+                return None
             if involved_object_kind and str(io.get("kind", "")).lower() != involved_object_kind.lower():
-                continue
+                return None
             if wanted and r.get("type") not in wanted:
-                continue
-            records.append(r)
-        return _listing(namespace, "events", shaping.sort_events(records), self.max_items)
+                return None
+            return r
+
+        # Newest first needs them all: up to max_scan are read, the newest max_items of those shown.
+        listing = await self.client.list_items(
+            f"/api/v1/namespaces/{namespace}/events", {"fieldSelector": ",".join(selectors)}, caller,
+            limit=self.max_scan, shape=keep, max_scan=self.max_scan,
+        )
+        records = shaping.sort_events(listing.items)
+        shown = records[: self.max_items]
+        out = {"namespace": namespace, "events": shown,
+               **_bounds(len(shown), [listing], len(records) - len(shown), "events (newest first)")}
+        if listing.more:
+            out["note"] = (f"the newest {len(shown)} of the first {listing.scanned} events read (by name); "
+                           "more exist and were not read: narrow with involved_object_name or types")
+        return out
 
     # -- workloads ----------------------------------------------------------------------------
     async def list_workloads(
@@ -149,11 +195,12 @@ class KubeReader:
                 f"unknown workload kind(s) {unknown}; use any of {sorted(shaping.WORKLOAD_KINDS)}"
             )
 
-        async def one(plural: str) -> tuple[str, dict[str, Any] | KubeApiError]:
-            root, _kind = shaping.WORKLOAD_KINDS[plural]
+        async def one(plural: str) -> tuple[str, Listing | KubeApiError]:
+            root, kind = shaping.WORKLOAD_KINDS[plural]
             try:
-                return plural, await self.client.get_json(
-                    f"{root}/namespaces/{namespace}/{plural}", None, caller
+                return plural, await self.client.list_items(
+                    f"{root}/namespaces/{namespace}/{plural}", None, caller,
+                    limit=self.max_items, shape=lambda o: shaping.workload_summary(o, kind),
                 )
             except KubeApiError as e:
                 return plural, e
@@ -161,57 +208,69 @@ class KubeReader:
         results = await asyncio.gather(*(one(p) for p in plurals))
         records: list[dict[str, Any]] = []
         errors: list[dict[str, Any]] = []
+        listings: list[Listing] = []
         for plural, res in results:
             if isinstance(res, KubeApiError):
                 errors.append(
                     {"kind": plural, "code": res.code, "reason": res.reason, "message": res.message}
                 )
                 continue
-            kind = shaping.WORKLOAD_KINDS[plural][1]
-            items = sorted(res.get("items") or [], key=lambda o: str((o.get("metadata") or {}).get("name")))
-            records += [shaping.workload_summary(o, kind) for o in items]
+            listings.append(res)
+            records += sorted(res.items, key=lambda r: str(r.get("name")))
         if errors and len(errors) == len(plurals):
             first = next(r for _, r in results if isinstance(r, KubeApiError))
             raise first
-        out = _listing(namespace, "workloads", records, self.max_items)
+        shown = records[: self.max_items]
+        out = {"namespace": namespace, "workloads": shown,
+               **_bounds(len(shown), listings, len(records) - len(shown), "workloads (by kind, then name)")}
         if errors:
             out["errors"] = errors
         return out
 
     # -- services, storage, quotas ------------------------------------------------------------
     async def list_services(self, namespace: str, caller: Caller | None = None) -> dict[str, Any]:
-        svcs = await self.client.get_json(f"/api/v1/namespaces/{namespace}/services", None, caller)
+        svcs = await self.client.list_items(
+            f"/api/v1/namespaces/{namespace}/services", None, caller, limit=self.max_items
+        )
         endpoints: dict[str, Any] | None
+        last = ""  # with more Endpoints than were read, those named after this one are unknown
         try:
-            eps = await self.client.get_json(f"/api/v1/namespaces/{namespace}/endpoints", None, caller)
-            endpoints = {str((e.get("metadata") or {}).get("name")): e for e in eps.get("items") or []}
+            eps = await self.client.list_items(
+                f"/api/v1/namespaces/{namespace}/endpoints", None, caller, limit=self.max_items
+            )
+            endpoints = {_by_name(e): e for e in eps.items}
+            if eps.more and eps.items:
+                last = _by_name(eps.items[-1])
         except KubeApiError as e:
             log.info("endpoints unreadable in %s: %s", namespace, e.code)
             endpoints = None
         records = []
-        for s in sorted(svcs.get("items") or [], key=lambda o: str((o.get("metadata") or {}).get("name"))):
-            name = str((s.get("metadata") or {}).get("name"))
-            ep = None if endpoints is None else endpoints.get(name, {})
+        for s in sorted(svcs.items, key=_by_name):
+            name = _by_name(s)
+            unknown = bool(last) and name > last and name not in (endpoints or {})
+            ep = None if endpoints is None or unknown else endpoints.get(name, {})
             records.append(shaping.service_record(s, ep))
-        return _listing(namespace, "services", records, self.max_items)
+        return _listing(namespace, "services", records, svcs, "services (by name)")
 
     async def list_pvcs(self, namespace: str, caller: Caller | None = None) -> dict[str, Any]:
-        data = await self.client.get_json(
-            f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", None, caller
+        listing = await self.client.list_items(
+            f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", None, caller,
+            limit=self.max_items, shape=shaping.pvc_record,
         )
-        items = sorted(data.get("items") or [], key=lambda o: str((o.get("metadata") or {}).get("name")))
-        return _listing(namespace, "pvcs", [shaping.pvc_record(p) for p in items], self.max_items)
+        pvcs = sorted(listing.items, key=lambda r: str(r.get("name")))
+        return _listing(namespace, "pvcs", pvcs, listing, "claims (by name)")
 
     async def list_quotas(self, namespace: str, caller: Caller | None = None) -> dict[str, Any]:
         rq, lr = await asyncio.gather(
-            self.client.get_json(f"/api/v1/namespaces/{namespace}/resourcequotas", None, caller),
-            self.client.get_json(f"/api/v1/namespaces/{namespace}/limitranges", None, caller),
+            self.client.list_items(f"/api/v1/namespaces/{namespace}/resourcequotas", None, caller,
+                                   limit=self.max_items, shape=shaping.quota_record),
+            self.client.list_items(f"/api/v1/namespaces/{namespace}/limitranges", None, caller,
+                                   limit=self.max_items, shape=shaping.limit_range_record),
         )
-        return {
-            "namespace": namespace,
-            "resource_quotas": [shaping.quota_record(q) for q in rq.get("items") or []],
-            "limit_ranges": [shaping.limit_range_record(x) for x in lr.get("items") or []],
-        }
+        out = {"namespace": namespace, "resource_quotas": rq.items, "limit_ranges": lr.items}
+        if rq.more or lr.more:
+            out |= _bounds(len(rq.items) + len(lr.items), [rq, lr], what="quotas and limit ranges")
+        return out
 
     async def list_resources(
         self, kind: str, namespace: str, label_selector: str = "", caller: Caller | None = None
@@ -220,11 +279,12 @@ class KubeReader:
         if plural not in shaping.LIST_KINDS:
             raise BadRequest(f"unknown kind {kind!r} for list_resources; use one of {sorted(shaping.LIST_KINDS)}")
         root, kind_name = shaping.LIST_KINDS[plural]
-        data = await self.client.get_json(
-            f"{root}/namespaces/{namespace}/{plural}", {"labelSelector": label_selector}, caller
+        listing = await self.client.list_items(
+            f"{root}/namespaces/{namespace}/{plural}", {"labelSelector": label_selector}, caller,
+            limit=self.max_items, shape=lambda o: shaping.resource_record(o, kind_name),
         )
-        items = sorted(data.get("items") or [], key=lambda o: str((o.get("metadata") or {}).get("name")))
-        out = _listing(namespace, "items", [shaping.resource_record(o, kind_name) for o in items], self.max_items)
+        items = sorted(listing.items, key=lambda r: str(r.get("name")))
+        out = _listing(namespace, "items", items, listing, f"{plural} (by name)")
         out["kind"] = kind_name
         return out
 
@@ -237,33 +297,33 @@ class KubeReader:
             wanted.append(plural)
         records: list[dict[str, Any]] = []
         errors: list[dict[str, Any]] = []
+        listings: list[Listing] = []
         for plural in dict.fromkeys(wanted):
             root, kind_name = shaping.STORAGE_KINDS[plural]
             try:
-                data = await self.client.get_json(f"{root}/{plural}", None, caller)
+                listing = await self.client.list_items(
+                    f"{root}/{plural}", None, caller, limit=max(1, self.max_items - len(records)),
+                    shape=functools.partial(_storage_record, kind=kind_name),
+                )
             except KubeApiError as e:
                 errors.append({"kind": plural, "code": e.code, "reason": e.reason})
                 continue
-            items = sorted(data.get("items") or [], key=lambda o: str((o.get("metadata") or {}).get("name")))
-            records += [shaping.storage_record(o, kind_name) for o in items]
-        shown, omitted = _cap(records, self.max_items)
-        out: dict[str, Any] = {"cluster_scoped": True, "count": len(records), "items": shown}
-        if omitted:
-            out["omitted"] = omitted
+            listings.append(listing)
+            records += sorted(listing.items, key=lambda r: str(r.get("name")))
+        shown = records[: self.max_items]
+        out: dict[str, Any] = {"cluster_scoped": True, "items": shown,
+                               **_bounds(len(shown), listings, len(records) - len(shown), "objects (by kind, then name)")}
         if errors:
             out["errors"] = errors
         return out
 
     # -- cluster-wide -------------------------------------------------------------------------
     async def list_nodes(self, caller: Caller | None = None) -> dict[str, Any]:
-        data = await self.client.get_json("/api/v1/nodes", None, caller)
-        nodes = [shaping.node_record(n) for n in data.get("items") or []]
-        nodes.sort(key=lambda n: str(n.get("name")))
-        shown, omitted = _cap(nodes, self.max_items)
-        out: dict[str, Any] = {"count": len(nodes), "nodes": shown}
-        if omitted:
-            out["omitted"] = omitted
-        return out
+        listing = await self.client.list_items(
+            "/api/v1/nodes", None, caller, limit=self.max_items, shape=shaping.node_record
+        )
+        nodes = sorted(listing.items, key=lambda n: str(n.get("name")))
+        return {"nodes": nodes, **_bounds(len(nodes), [listing], what="nodes (by name)")}
 
     # -- generic get --------------------------------------------------------------------------
     async def resolve_kind(self, kind: str, caller: Caller | None = None) -> Kind:

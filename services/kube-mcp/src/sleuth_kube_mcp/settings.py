@@ -47,7 +47,14 @@ class KubeMcpSettings(BaseModel):
     max_log_bytes: int = 262144
     """Most bytes of one container log returned by ``pod_logs`` (the newest are kept)."""
     max_items: int = 500
-    """Most records one list tool returns (the rest are counted, not shown)."""
+    """Most records one list tool returns. Lists are read page by page and stop there, so a big
+    cluster costs what a small one does; the rest are counted when the API server counts them
+    (``omitted``), and ``complete: false`` says so either way."""
+    page_size: int = 500
+    """Objects per page (``limit`` of one list request; ``continue`` reads the next page)."""
+    max_scan: int = 5000
+    """Most objects read by a tool that must see more than it returns (``list_events``: the newest
+    ``max_items`` of at most this many)."""
 
 
 class Settings(ServiceSettings):

@@ -168,6 +168,15 @@ DESCRIPTIONS = {
     ),
 }
 
+_PAGED = (
+    " A list holds at most a server-set number of records; when the cluster has more, the result says "
+    '"complete": false with a "note" (and "omitted" when the API server counted them): narrow the query '
+    "rather than conclude from a partial list."
+)
+for _name in ("list_pods", "list_events", "list_workloads", "list_services", "list_pvcs", "list_nodes",
+              "list_resources", "list_storage"):
+    DESCRIPTIONS[_name] += _PAGED
+
 
 def _text(payload: Any, is_error: bool = False) -> CallToolResult:
     return CallToolResult(

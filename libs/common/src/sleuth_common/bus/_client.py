@@ -6,10 +6,18 @@ own reply subject, ``publish`` + ``read_reply``), so each asker handles the same
 help) and ``PermanentBusError`` (the reply cannot be read, the request was refused as invalid —
 retrying will not help). Error messages name ``service`` and what went wrong, never the request's
 content.
+
+A responder that is alive to NATS but does not answer — a replica frozen (SIGSTOP, a stuck event
+loop, a paused VM) — still gets its share of a queue group's requests, and each of those would wait
+the whole ``wait``. ``hedge_after`` sends the same request again each time that many seconds pass
+without an answer; the first reply wins and the total wait stays ``wait``. Only for requests that may be
+answered twice (reads: a scope, a token's user).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Mapping
 from typing import Protocol, TypeVar
 
@@ -55,17 +63,23 @@ async def request(
     wait: float,
     service: str,
     headers: Mapping[str, str] | None = None,
+    hedge_after: float = 0.0,
 ) -> R:
     """Send ``req`` on ``subject`` through the nats-py client ``nc`` and return the ``reply`` model
     (waiting ``wait`` seconds at most).
 
     ``service`` names the responder in error messages (``"authz-cache"``, ``"the alerts service"``).
     Raises ``TemporaryBusError`` or ``PermanentBusError`` (both ``BusError``), nothing else for a
-    failure of the bus or the responder.
+    failure of the bus or the responder. ``hedge_after`` (> 0, < ``wait``): ask once more after that
+    many seconds without an answer, and again after each further ``hedge_after`` (see the module's doc).
     """
     payload = req.model_dump_json().encode()
+    hdrs = dict(headers) if headers else None
     try:
-        msg = await nc.request(subject, payload, timeout=wait, headers=dict(headers) if headers else None)
+        if 0 < hedge_after < wait:
+            msg = await _hedged(nc, subject, payload, hdrs, wait, hedge_after)
+        else:
+            msg = await nc.request(subject, payload, timeout=wait, headers=hdrs)
     except NoRespondersError as exc:
         raise TemporaryBusError(f"{service} is not running", reason="no_responders", subject=subject) from exc
     except TimeoutError as exc:  # nats-py's TimeoutError is an asyncio.TimeoutError, which is this one
@@ -86,6 +100,43 @@ async def request(
             f"the request to {service} failed ({type(exc).__name__})", reason="failed", subject=subject
         ) from exc
     return read_reply(msg, reply, service=service, subject=subject)
+
+
+_MAX_COPIES = 16
+
+
+async def _hedged(nc: NatsClient, subject: str, payload: bytes, headers: dict[str, str] | None, wait: float,
+                  hedge_after: float) -> _Reply:
+    """The first reply of the request or of a copy sent every ``hedge_after`` s without one (at most
+    :data:`_MAX_COPIES`); every copy ends by ``wait``. The queue group picks a replica per copy, so
+    with one of two replicas frozen all copies miss the live one with probability 2^-copies. A copy
+    that fails leaves the others to answer; when all fail, the first copy's error."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    copies = [asyncio.ensure_future(nc.request(subject, payload, timeout=wait, headers=headers))]
+    pending = set(copies)
+    try:
+        while pending:
+            left = deadline - loop.time()
+            more = len(copies) < _MAX_COPIES and left > hedge_after
+            done, pending = await asyncio.wait(pending, timeout=hedge_after if more else None,
+                                               return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task.exception() is None:
+                    return task.result()
+                if isinstance(task.exception(), NoRespondersError):
+                    return task.result()  # nobody listens: no copy will do better
+            if more and not done:
+                copy = asyncio.ensure_future(nc.request(subject, payload, timeout=deadline - loop.time(),
+                                                        headers=headers))
+                copies.append(copy)
+                pending.add(copy)
+        return copies[0].result()  # every copy failed: raises the first one's error
+    finally:
+        for task in pending:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
 
 def read_reply(msg: _Reply, reply: type[R], *, service: str, subject: str = "") -> R:

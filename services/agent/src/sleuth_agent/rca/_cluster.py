@@ -58,6 +58,7 @@ class ClusterOutcome:
     ambiguous_candidates: list[str] = field(default_factory=list)  # what an ambiguous name may mean
     named_namespaces: list[str] = field(default_factory=list)  # readable namespaces the question names
     skipped_namespaces: int = 0
+    partial: list[str] = field(default_factory=list)  # lists the tools returned only part of (counts, no names)
     namespace_evidence: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     symptoms: list[str] = field(default_factory=list)  # current problems the question asserts
@@ -101,7 +102,11 @@ async def analyse_cluster(
 
     await progress("collecting", "reading pods, workloads, services and events")
     got: Collected = await collect_namespaces(tools, log, targets, timeout)
+    _partial_reads(out, got, targets)
     observations = got.observations()
+    for (ns, _kind, _name), o in observations.items():
+        listed = got.results.get(("list_pods", ns))
+        o.pods_unread = bool(listed and isinstance(listed.data, dict) and listed.data.get("complete") is False)
     services = {(ns, str(s.get("name"))) for ns in targets for s in got.services.get(ns, [])}
     matched, unmatched, ambiguous = await _resolve(
         tools, log, got, plan, terms, alert, observations, services, timeout
@@ -286,12 +291,40 @@ def _namespace_evidence(out: ClusterOutcome, got: Collected, targets: list[str],
         if listed is not None and listed.ok:
             pods = got.pods.get(ns, [])
             bad = [p for p in pods if not p.healthy]
+            partial = isinstance(listed.data, dict) and listed.data.get("complete") is False
             eid = log.cite(
                 listed,
-                f"{len(pods)} pod(s) in {ns}" + (f", {len(bad)} not running and ready" if bad else ", all running and ready"),
+                (f"the first {len(pods)} pod(s) read in {ns} (more exist)" if partial else f"{len(pods)} pod(s) in {ns}")
+                + (f", {len(bad)} not running and ready" if bad else ", all running and ready"),
                 [f"{p.name}: {_pod_state(p)}" for p in bad[:4]],
             )
             out.namespace_evidence.append(eid)
+
+
+_LISTED = {"list_pods": "pods", "list_workloads": "workloads", "list_events": "events", "list_services": "services"}
+
+
+def _partial_reads(out: ClusterOutcome, got: Collected, targets: list[str]) -> None:
+    """Say which namespace lists came back capped (``complete: false``): what is past the cap was not
+    looked at, so nothing may be concluded about it. Also the namespaces a broad question skipped."""
+    for ns in targets:
+        for tool, what in _LISTED.items():
+            result = got.results.get((tool, ns))
+            data = result.data if result is not None and result.ok else None
+            if not isinstance(data, dict) or data.get("complete") is not False:
+                continue
+            shown = len(data.get(what) or [])
+            count = data.get("count") if isinstance(data.get("omitted"), int) else None
+            of = f"{count}" if isinstance(count, int) and count > shown else "more"
+            out.partial.append(f"only the first {shown} of {of} {what} in {ns} were read (the tools' listing limit)")
+    if out.skipped_namespaces:
+        looked = len(out.namespaces)
+        out.partial.append(
+            f"{looked} of {looked + out.skipped_namespaces} namespaces were looked at; the other "
+            f"{out.skipped_namespaces} were not examined (name a namespace to look there)"
+        )
+    if out.partial:
+        out.notes.append("Not everything was read: " + "; ".join(out.partial) + ".")
 
 
 def _to_examine(

@@ -234,6 +234,7 @@ class WorkloadObservation:
     variables: dict[str, str] = field(default_factory=dict)  # observed values for the templates
     rollout: Any = None  # followups.changes.RolloutChange: what the newest rollout changed
     net_targets: list[Any] = field(default_factory=list)  # followups.network.NetTarget
+    pods_unread: bool = False  # its namespace's pod list was cut at the tools' listing limit
 
     @property
     def resource(self) -> str:

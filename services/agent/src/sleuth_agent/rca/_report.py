@@ -221,6 +221,15 @@ def build_result(
                     **common,  # type: ignore[arg-type]
                 )
             names = ", ".join(sorted(f"{o.kind}/{o.name}" for o in healthy)[:10])
+            if any(o.partial for o in outcomes):
+                # Healthy is a claim about everything asked of; part of it was not read.
+                text = (f"Nothing is failing in what I read of {where} (the pods read, of {names}, are running "
+                        "and ready), but that was not all of it (see above), so I cannot say the rest is healthy.")
+                return InvestigationResult(
+                    status="insufficient_evidence",
+                    answer_markdown=_md([*lead, text], [], log, unavailable, withheld),
+                    **common,  # type: ignore[arg-type]
+                )
             text = f"Nothing is failing in {where}: every pod of {names} is running and ready."
             if history:
                 text += " Earlier trouble has recovered: " + "; ".join(history[:3]) + "."

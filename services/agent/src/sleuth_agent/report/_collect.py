@@ -47,6 +47,7 @@ class Reads:
     failed: dict[str, dict[str, str]] = field(default_factory=dict)  # kind → namespace → reason
     not_checked: list[NotChecked] = field(default_factory=list)
     omitted: int = 0
+    uncounted: int = 0  # lists cut at the listing limit whose rest the API server did not count
     missing_tools: set[str] = field(default_factory=set)
 
     def note(self, result: ToolResult, kind: str, namespace: str) -> None:
@@ -61,6 +62,8 @@ class Reads:
             self.failed.setdefault(kind, {})[namespace] = _reason(result)
         elif isinstance(result.data, Mapping) and isinstance(result.data.get("omitted"), int):
             self.omitted += int(result.data["omitted"])
+        elif isinstance(result.data, Mapping) and result.data.get("complete") is False:
+            self.uncounted += 1
 
     def notes(self, cluster: str) -> list[str]:
         out = []
@@ -73,6 +76,9 @@ class Reads:
             out.append(f"The tools of {cluster} offer no {tool}: what it reads is not in this report")
         if self.omitted:
             out.append(f"{self.omitted} object(s) on {cluster} were over the tools' listing limit and not checked")
+        if self.uncounted:
+            out.append(f"{self.uncounted} list(s) on {cluster} held more than the tools' listing limit: "
+                       "the objects past it were not checked")
         if self.removed:
             out.append(f"{self.removed} record(s) from namespaces outside your access were hidden")
         if self.withheld:

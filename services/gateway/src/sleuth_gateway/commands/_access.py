@@ -91,7 +91,8 @@ async def caller_access(gw: Gateway, identity: Identity) -> Access:
     wait = gw.settings.authz.request_timeout
     t0 = time.monotonic()
     try:
-        reply = await request(gw.bus.nats, gw.subjects.authz_scope, req, ScopeReply, wait=wait, service="authz-cache")
+        reply = await request(gw.bus.nats, gw.subjects.authz_scope, req, ScopeReply, wait=wait, service="authz-cache",
+                              hedge_after=gw.settings.authz.hedge_after)
     except BusError as exc:  # temporary (not running, no answer in time) or permanent (malformed): 503 both
         raise _unavailable(str(exc)) from exc
     if reply.user != identity.user:

@@ -5,6 +5,7 @@ from sleuth_kube_mcp.kube._client import (
     KubeApiError,
     KubeClient,
     KubeUnavailable,
+    Listing,
     UnsafePath,
     check_path,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "KubeClient",
     "KubeConfigError",
     "KubeUnavailable",
+    "Listing",
     "UnsafePath",
     "check_path",
     "load_access",

@@ -13,7 +13,7 @@ import httpx
 
 from sleuth_kube_mcp.kube._config import ClusterAccess
 
-__all__ = ["Caller", "KubeApiError", "KubeClient", "KubeUnavailable", "UnsafePath"]
+__all__ = ["Caller", "KubeApiError", "KubeClient", "KubeUnavailable", "Listing", "UnsafePath"]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,32 @@ def _status_error(resp: httpx.Response, body: bytes, path: str) -> KubeApiError:
     return KubeApiError(resp.status_code, reason, message or f"the server returned {resp.status_code}", path)
 
 
+@dataclass
+class Listing:
+    """What :meth:`KubeClient.list_items` read: at most ``limit`` records, in the API server's order
+    (namespace, then name), each already passed through ``shape``.
+
+    - ``more``: the server holds objects after these (a ``continue`` token was left unread);
+    - ``remaining``: how many, when the server counted them (``remainingItemCount``: absent when a
+      label or field selector filtered the list, as kube-apiserver does), else None;
+    - ``restarted``: a continue token expired (410) mid-way and the list was read again from its start;
+    - ``scanned``: objects read (those ``shape`` dropped included).
+    """
+
+    items: list[Any]
+    more: bool = False
+    remaining: int | None = None
+    restarted: bool = False
+    scanned: int = 0
+
+    @property
+    def total(self) -> int | None:
+        """How many objects the list holds (those read plus those counted), None when unknown."""
+        if not self.more:
+            return len(self.items)
+        return None if self.remaining is None else len(self.items) + self.remaining
+
+
 class KubeClient:
     """GETs JSON and text from one cluster, each request made as a :class:`Caller`. Every path is
     checked segment by segment (:func:`check_path`) before it is sent.
@@ -99,9 +125,13 @@ class KubeClient:
         access: ClusterAccess,
         timeout: float = 10.0,
         on_response: Callable[[int], None] | None = None,
+        page_size: int = 500,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.access = access
         self.timeout = timeout
+        self.page_size = max(1, page_size)
+        self._transport = transport  # None: httpx's own (a test may interpose on the real server)
         self._http: httpx.AsyncClient | None = None
         self._on_response = on_response
 
@@ -113,6 +143,7 @@ class KubeClient:
                 timeout=self.timeout,
                 headers={"Accept": "application/json", "User-Agent": "sleuth-kube-mcp"},
                 follow_redirects=False,
+                transport=self._transport,
             )
         return self._http
 
@@ -146,6 +177,70 @@ class KubeClient:
         if not isinstance(data, dict):
             raise KubeUnavailable(f"GET {path}: unexpected response")
         return data
+
+    async def list_items(
+        self,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        caller: Caller | None = None,
+        *,
+        limit: int,
+        shape: Callable[[dict[str, Any]], Any] | None = None,
+        max_scan: int = 0,
+    ) -> Listing:
+        """The first ``limit`` objects of a list, read page by page (``limit``/``continue``, pages of
+        at most ``page_size``) and no further: memory and time follow ``limit``, not the size of the
+        cluster. ``shape(obj)`` turns each raw object into what is kept (``None``: dropped, e.g. a
+        record a client-side filter refuses) as each page arrives, so raw pages are not held;
+        ``max_scan`` (> 0) stops after that many objects read even when fewer were kept.
+
+        A continue token that expired (410 Gone: the list changed past the server's compaction
+        window between two pages) restarts the list once from its start, discarding what was read;
+        a second expiry is a :class:`KubeApiError` 410 saying so. An API server that ignores
+        ``limit`` (answers everything at once) is trimmed to ``limit`` here, the rest counted.
+        """
+        if limit <= 0:
+            raise ValueError("limit must be positive")
+        items: list[Any] = []
+        token, scanned, restarted = "", 0, False
+        while True:
+            want = limit - len(items)
+            if max_scan > 0:
+                want = min(want, max_scan - scanned)
+            query = {**(params or {}), "limit": min(self.page_size, max(1, want)), "continue": token}
+            try:
+                data = await self.get_json(path, query, caller)
+            except KubeApiError as e:
+                if e.code != 410 or not token:
+                    raise
+                if restarted:
+                    raise KubeApiError(
+                        410, "Expired",
+                        "the list changed faster than it could be read page by page (its continue token "
+                        "expired twice); try again or narrow it with a selector", path,
+                    ) from e
+                log.info("continue token expired reading %s: reading the list again from its start", path)
+                items, token, scanned, restarted = [], "", 0, True
+                continue
+            page = data.get("items") or []
+            meta = data.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            counted = meta.get("remainingItemCount")
+            remaining = counted if isinstance(counted, int) and not isinstance(counted, bool) else None
+            for i, obj in enumerate(page):
+                if len(items) >= limit or (max_scan > 0 and scanned >= max_scan):
+                    # More than asked for in this page (a server that ignores limit): count the rest.
+                    left = len(page) - i
+                    return Listing(items, True, None if token and remaining is None else left + (remaining or 0),
+                                   restarted, scanned)
+                scanned += 1
+                kept = shape(obj) if shape is not None else obj
+                if kept is not None:
+                    items.append(kept)
+            if not token:
+                return Listing(items, False, 0, restarted, scanned)
+            if len(items) >= limit or (max_scan > 0 and scanned >= max_scan):
+                return Listing(items, True, remaining, restarted, scanned)
 
     async def get_text(
         self,

@@ -58,5 +58,6 @@ def _failing(obs: WorkloadObservation, now: float | None = None) -> bool:
         if w.kind == "Job" and ("Failed=True" in conds or w.failed):
             return True
         if not obs.pods and (w.replicas or 0) > 0 and w.kind in ("Deployment", "StatefulSet", "DaemonSet"):
-            return True
+            # No pod seen: none exists, unless the pod list stopped at its limit before reaching them.
+            return not obs.pods_unread
     return False
