@@ -197,6 +197,37 @@ def test_alice_gets_a_scoped_diagnosis(stack: Stack, demo_snapshot: Path) -> Non
     assert_no_names(body, tenant_names(demo_snapshot, "team-b"))
 
 
+def test_feedback_reaches_seen_before_and_is_taken_only_from_who_got_the_answer(stack: Stack) -> None:
+    """POST /v1/feedback through the real gateway, bus permissions and agent: alice's 👎 and fix on her
+    answer show under "Seen before" when she asks again; bob, who did not get it, is told what an unknown
+    job id gets and learns nothing of it."""
+    question = "what is failing in team-a?"
+    first = ask(stack, "alice", question).json()
+    assert first["result"]["status"] == "diagnosed", first
+    job_id, family = first["job_id"], first["result"]["root_cause"]["family"]
+    resource = first["result"]["root_cause"]["resource"]
+    fix = "FIX-17 raised the memory limit to 1Gi"
+
+    def give(user: str, job: str, **body: str) -> httpx.Response:
+        return httpx.post(f"{stack.gateway_url}/v1/feedback", json={"job_id": job, **body},
+                          headers={"Authorization": f"Bearer {stack.token(user)}"}, timeout=10)
+
+    deadline = time.monotonic() + 10  # the incident is recorded just after the answer is out
+    while (taken := give("alice", job_id, verdict="down", fixed_by=fix)).status_code == 404 \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert taken.status_code == 200 and taken.json()["ok"], taken.text
+
+    other = give("bob", job_id, verdict="up", fixed_by="nothing to see")
+    unknown = give("bob", "0" * 32, verdict="up", fixed_by="nothing to see")
+    assert other.status_code == unknown.status_code == 404
+    assert other.json()["error"] == unknown.json()["error"].replace("0" * 32, job_id)
+    assert family not in other.text and resource not in other.text and resource.split("/")[-1] not in other.text
+
+    again = ask(stack, "alice", question).json()["answer"]
+    assert f"Fixed by: {fix}" in again[again.index("**Seen before**"):], again
+
+
 def test_alice_asking_about_team_b_gets_an_access_answer(stack: Stack, demo_snapshot: Path) -> None:
     team_b = tenant_names(demo_snapshot, "team-b")
     workload = sorted(n for n in team_b if "-" in n)[0]
@@ -268,7 +299,7 @@ async def test_mcp_client_asks_as_alice_through_the_whole_stack(stack: Stack, de
         Client(streamable_http_client(f"{stack.gateway_url}/mcp", http_client=http)) as client,
     ):
         # An AI client lists the tools when it connects (and the SDK validates answers against them).
-        assert sorted(t.name for t in (await client.list_tools()).tools) == ["ask", "whoami"]
+        assert sorted(t.name for t in (await client.list_tools()).tools) == ["ask", "feedback", "whoami"]
         # First (it also takes the client's one-time cost of its first answer off the timing
         # below): naming a team-b workload.
         workload = sorted(n for n in team_b if "-" in n)[0]

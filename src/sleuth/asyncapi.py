@@ -30,6 +30,8 @@ from sleuth_common.messages import (
     AlertmanagerWebhook,
     AuthenticateRequest,
     ChatPost,
+    FeedbackReply,
+    FeedbackRequest,
     IncidentRecorded,
     InvalidateRequest,
     InventoryRequest,
@@ -161,6 +163,9 @@ def _declared_gateway() -> NatsBroker:
     _publishes(b, S.agent_kb, KbRequest, "Request: `kb add|show|list|rm` (reply KbReply to a branch of the "
                "gateway's inbox).")
     _hears(b, Subjects.agent_kb_reply("_INBOX.gateway"), KbReply, "An agent's answer to `kb`.")
+    _publishes(b, S.agent_feedback, FeedbackRequest, "Request: feedback on an answer (reply FeedbackReply to a "
+               "branch of the gateway's inbox).")
+    _hears(b, Subjects.agent_feedback_reply("_INBOX.gateway"), FeedbackReply, "An agent's answer to feedback.")
     _audit(b, "the gateway")
     return b
 

@@ -17,6 +17,7 @@ import pytest
 import uvicorn
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import AckPolicy
 
@@ -26,6 +27,8 @@ from sleuth_common.messages import (
     AuthenticateRequest,
     ClusterScope,
     Evidence,
+    FeedbackReply,
+    FeedbackRequest,
     InvestigationJob,
     InvestigationResult,
     JobProgress,
@@ -163,10 +166,15 @@ class FakeAgent:
     behaviour: Behaviour = answer_with_progress
     jobs: list[InvestigationJob] = field(default_factory=list)
     raw: list[bytes] = field(default_factory=list)
+    feedback: list[FeedbackRequest] = field(default_factory=list)
+    """Feedback taken (``<prefix>.agent.feedback``): only from the asker of a job it answered."""
     _task: asyncio.Task[None] | None = None
+    _feedback_sub: Any = None
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def start(self) -> FakeAgent:
+        self._feedback_sub = await self.nc.subscribe(self.subjects.agent_feedback, queue="agent",
+                                                     cb=self._on_feedback)
         js = self.nc.jetstream()
         sub = await js.pull_subscribe(
             self.subjects.jobs_investigate, durable="agent", stream=self.subjects.stream_jobs
@@ -191,7 +199,21 @@ class FakeAgent:
                 await msg.ack()
                 await self.behaviour(self.nc, self.subjects, job)
 
+    async def _on_feedback(self, msg: Msg) -> None:
+        req = FeedbackRequest.model_validate_json(msg.data)
+        if any(j.id == req.job_id and j.requester.user == req.user for j in self.jobs):
+            self.feedback.append(req)
+            reply = FeedbackReply(ok=True, text=f"Thanks — answer `{req.job_id}` noted.")
+        else:
+            reply = FeedbackReply(ok=False, text=f"No answer `{req.job_id}` that you can give feedback on.",
+                                  reason="unknown")
+        await msg.respond(reply.to_bytes())
+
     async def stop(self) -> None:
+        if self._feedback_sub is not None:
+            sub, self._feedback_sub = self._feedback_sub, None
+            with contextlib.suppress(NatsError):
+                await sub.unsubscribe()
         self._stopping.set()
         task, self._task = self._task, None
         if task is None:

@@ -126,7 +126,7 @@ async def test_ask_answers_like_v1_query_with_progress_on_the_way(start_stack):
 async def test_whoami_is_v1_whoami_and_the_tool_list_is_ask_and_whoami(start_stack):
     async with start_stack() as s, mcp_client(s.url, "t-bob") as client:
         tools = await client.list_tools()
-        assert sorted(t.name for t in tools.tools) == ["ask", "whoami"]
+        assert sorted(t.name for t in tools.tools) == ["ask", "feedback", "whoami"]
         ask_tool = next(t for t in tools.tools if t.name == "ask")
         assert ask_tool.input_schema["required"] == ["question"] and ask_tool.output_schema
 
@@ -140,6 +140,34 @@ async def test_whoami_is_v1_whoami_and_the_tool_list_is_ask_and_whoami(start_sta
             k: v for k, v in http.items() if k != "request_id"
         }
         assert "team-a" not in json.dumps(me)
+
+
+async def test_feedback_over_mcp_and_http_only_from_who_got_the_answer(start_stack):
+    """The MCP tool ``feedback`` and ``POST /v1/feedback`` ask the agent with the caller the gateway
+    authenticated; another person's attempt on the job reads exactly like an unknown job id (404)."""
+    async with start_stack() as s, mcp_client(s.url, "t-alice") as alice:
+        job_id = (await s.client.post("/v1/query", json={"query": QUESTION}, headers=auth("t-alice"))).json()["job_id"]
+        taken = await alice.call_tool("feedback", {"job_id": job_id, "verdict": "down", "fixed_by": "raised the limit"})
+        assert not taken.is_error and taken.structured_content["ok"] and taken.structured_content["job_id"] == job_id
+        http = await s.client.post("/v1/feedback", json={"job_id": job_id, "verdict": "up"}, headers=auth("t-alice"))
+        assert http.status_code == 200 and http.json()["ok"] and http.json()["request_id"]
+        assert [(f.user, f.groups, f.verdict, f.fixed_by, f.origin) for f in s.agent.feedback] == [
+            ("alice", ("team-a",), "down", "raised the limit", "mcp"), ("alice", ("team-a",), "up", "", "api")]
+
+        async def bob(job: str) -> tuple[int, str]:
+            r = await s.client.post("/v1/feedback", json={"job_id": job, "verdict": "down"}, headers=auth("t-bob"))
+            return r.status_code, r.json()["error"].replace(job, "<id>")
+
+        assert await bob(job_id) == await bob("f" * 32) and (await bob(job_id))[0] == 404
+        async with mcp_client(s.url, "t-bob") as other:
+            refused = await other.call_tool("feedback", {"job_id": job_id, "fixed_by": "nothing"})
+        assert refused.is_error and refused.structured_content["status"] == 404
+        for bad in ({"job_id": job_id}, {"job_id": job_id, "verdict": "sideways"}, {"job_id": "../x", "verdict": "up"},
+                    {"job_id": job_id, "fixed_by": "x" * 501}, {"job_id": job_id, "fixed_by": "a\x1b[2Jb"}, {}):
+            r = await s.client.post("/v1/feedback", json=bad, headers=auth("t-alice"))
+            assert r.status_code == 400, (bad, r.text)
+        assert len(s.agent.feedback) == 2  # nobody else's and nothing malformed reached the agent
+        assert (await s.client.post("/v1/feedback", json={"job_id": job_id, "verdict": "up"})).status_code == 401
 
 
 async def test_a_quiet_investigation_keeps_sending_progress(start_stack):

@@ -110,6 +110,7 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
             publish=(
                 s.authz_authenticate, s.authz_invalidate, s.authz_scope, s.jobs_investigate,
                 s.alerts_channels_all, schedules_all, reports_all, audit, s.agent_diagnostics, s.agent_kb,
+                s.agent_feedback,
                 *_stream(jobs), *_stream(chat), *_consumer(chat, GATEWAY_CHAT_DURABLE),
                 # `diagnostics`: read-only state (message and consumer counts, consumers' pending
                 # counts) of the streams it does not make; no messages, no changes.
@@ -123,7 +124,8 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
             subscribe=(progress_all, s.jobs_done_all, inbox("gateway")),
             note="asks authz-cache who a token is and what they may read, submits jobs, watches "
                  "their progress and results, consumes CHAT, sends alerts/schedules/reports "
-                 "commands, reads stream state and asks an agent for its view (diagnostics) and runbooks (kb)",
+                 "commands, reads stream state and asks an agent for its view (diagnostics), runbooks (kb) "
+                 "and to keep feedback on an answer",
         ),
         "authz-cache": NatsPermissions(
             publish=(audit, *_replies_to("gateway", "agent", "alerts", "scheduler", "reporter")),
@@ -139,14 +141,15 @@ def nats_permissions(prefix: str = "sleuth") -> dict[str, NatsPermissions]:
                 s.alerts_results_all, audit, *_stream(jobs), *_consumer(jobs, s.agent_durable), *_stream(results),
                 # answers to `diagnostics` and `kb` only, not into the gateway's other replies
                 s.agent_diagnostics_reply("_INBOX.gateway"), s.agent_kb_reply("_INBOX.gateway"),
+                s.agent_feedback_reply("_INBOX.gateway"),
                 # incident memory: agents tell each other (it names the asker's objects; nobody else hears it)
                 s.incidents_recorded,
             ),
             # `diagnostics` and `kb`, in its queue group only (one agent answers, none overhears).
             subscribe=(f"{s.agent_diagnostics} {s.agent_queue}", f"{s.agent_kb} {s.agent_queue}",
-                       s.incidents_recorded, inbox("agent")),
+                       f"{s.agent_feedback} {s.agent_queue}", s.incidents_recorded, inbox("agent")),
             note="the only consumer of JOBS; publishes progress and results (a job's reply "
-                 "subject can only be one of these); answers the gateway's `diagnostics` and `kb`; "
+                 "subject can only be one of these); answers the gateway's `diagnostics`, `kb` and feedback; "
                  "announces and hears incidents (agents only)",
         ),
         "alerts": NatsPermissions(

@@ -93,6 +93,16 @@ class Subjects:
         """Where an agent answers ``agent_kb`` (as :meth:`agent_diagnostics_reply`)."""
         return f"{inbox}.kb.{request_id}"
 
+    @property
+    def agent_feedback(self) -> str:
+        """Request/reply: 👍/👎 or "fixed by" on an answer (issue 17), gateway → one agent."""
+        return f"{self.prefix}.agent.feedback"
+
+    @staticmethod
+    def agent_feedback_reply(inbox: str, request_id: str = "*") -> str:
+        """Where an agent answers ``agent_feedback`` (as :meth:`agent_diagnostics_reply`)."""
+        return f"{inbox}.feedback.{request_id}"
+
     def schedules(self, op: str) -> str:
         """Request/reply: the schedule commands (``create``, ``list``, ``run``, ``delete``,
         ``pause``, ``resume``), gateway → scheduler."""

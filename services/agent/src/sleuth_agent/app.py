@@ -16,7 +16,13 @@ from redis.asyncio import Redis
 
 from sleuth_agent.diagnostics import DiagnosticsResponder, diagnostics_router
 from sleuth_agent.handlers import JobHandler
-from sleuth_agent.incidents import IncidentMemory, IncidentStore, incidents_router
+from sleuth_agent.incidents import (
+    FeedbackResponder,
+    IncidentMemory,
+    IncidentStore,
+    feedback_router,
+    incidents_router,
+)
 from sleuth_agent.knowledge import KbResponder, Knowledge, RunbookStore, kb_router
 from sleuth_agent.llm import LlmInvestigator, make_llm_investigator
 from sleuth_agent.metrics import HealthServer, Metrics, health_app
@@ -54,6 +60,7 @@ class Agent:
     kb: KbResponder | None = None
     _knowledge_task: asyncio.Task[None] | None = field(default=None, repr=False)
     incidents: IncidentMemory | None = None
+    feedback: FeedbackResponder | None = None
     _incidents_task: asyncio.Task[None] | None = field(default=None, repr=False)
     _http: uvicorn.Server | None = None
     _http_task: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -98,6 +105,8 @@ class Agent:
                                   max_age=inc.max_age_days * 86400.0)
             self.incidents = IncidentMemory(store, inc)
             self._incidents_task = asyncio.create_task(self.incidents.run(), name="agent-incidents")
+        if self.feedback is None:
+            self.feedback = FeedbackResponder(self.incidents, self.metrics.feedback, self.metrics.feedback_refused)
         await until_up(functools.partial(self._pull_jobs, verifier), self.deps.nats_retry)
 
     async def _after_broker(self) -> None:
@@ -176,6 +185,7 @@ def build(settings: Settings) -> Agent:
                                              crashes=metrics.crashes))
     broker.include_router(kb_router(lambda: agent.kb, Subjects(settings.prefix), crashes=metrics.crashes))
     broker.include_router(incidents_router(lambda: agent.incidents, Subjects(settings.prefix)))
+    broker.include_router(feedback_router(lambda: agent.feedback, Subjects(settings.prefix), crashes=metrics.crashes))
     # Before the broker's own start (which subscribes on the connection made, and waited for,
     # here); after it, ready.
     agent.app.on_startup(agent._before_broker)

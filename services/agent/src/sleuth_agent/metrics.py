@@ -96,6 +96,18 @@ class Metrics:
             ["family"],
             registry=self.registry,
         )
+        self.feedback = Counter(
+            "sleuth_agent_feedback",
+            "Feedback taken on answers, by verdict (up, down, none: a fix text only) and the answer's family",
+            ["verdict", "family"],
+            registry=self.registry,
+        )
+        self.feedback_refused = Counter(
+            "sleuth_agent_feedback_refused",
+            "Feedback not taken, by reason (unknown: no such answer for that person; unavailable: Redis)",
+            ["reason"],
+            registry=self.registry,
+        )
         self.incidents_recorded = Counter(
             "sleuth_agent_incidents_recorded",
             "Diagnosed investigations remembered as incidents, by family and whether Redis stored them",

@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from sleuth_gateway import asking, channel_api, handlers, openapi, web
+from sleuth_gateway import asking, channel_api, feedback, handlers, openapi, web
 from sleuth_gateway.errors import ApiError
 from sleuth_gateway.mattermost import MATTERMOST_PREFIX, MattermostAdapter
 from sleuth_gateway.mcp_server import McpEndpoint
@@ -72,6 +72,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/v1/query", handlers.query, methods=["POST"]),
         Route("/v1/conversation", handlers.conversation, methods=["GET"]),
         Route("/v1/conversation", handlers.clear_conversation, methods=["DELETE"]),
+        Route("/v1/feedback", feedback.feedback, methods=["POST"]),
         Route("/v1/channels", channel_api.list_channels, methods=["GET"]),
         Route("/v1/channels/{channel}/messages", channel_api.channel_messages, methods=["GET"]),
         Route("/v1/channels/{channel}/messages", channel_api.post_channel_message, methods=["POST"]),

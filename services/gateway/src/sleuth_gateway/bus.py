@@ -41,6 +41,8 @@ from sleuth_common.messages import (
     AlertChannelRequest,
     AuthenticateReply,
     AuthenticateRequest,
+    FeedbackReply,
+    FeedbackRequest,
     InvalidateRequest,
     InvestigationJob,
     InvestigationResult,
@@ -263,6 +265,11 @@ class Bus:
         """The chat command ``kb`` (runbooks), answered by one agent into its own inbox branch."""
         reply_to = self.subjects.agent_kb_reply(self._settings.inbox(), uuid.uuid4().hex)
         return await self._ask_agent(self.subjects.agent_kb, reply_to, req, KbReply, wait)
+
+    async def agent_feedback(self, req: FeedbackRequest, wait: float) -> FeedbackReply:
+        """Feedback on an answer, kept by one agent with the answer's incident (its own inbox branch)."""
+        reply_to = self.subjects.agent_feedback_reply(self._settings.inbox(), uuid.uuid4().hex)
+        return await self._ask_agent(self.subjects.agent_feedback, reply_to, req, FeedbackReply, wait)
 
     async def _ask_agent(self, subject: str, reply_to: str, req: Message, reply: type[_R], wait: float) -> _R:
         nc = self._client()

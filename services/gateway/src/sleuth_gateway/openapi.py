@@ -10,6 +10,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from sleuth_common.messages import FIXED_BY_MAX
+
 __all__ = ["document", "spec"]
 
 _ERROR_CODES = {
@@ -91,6 +93,11 @@ def spec() -> dict[str, Any]:
                               _obj(("user", "cleared"), user=s, cleared={"type": "boolean"}, request_id=rid),
                               errors=reading),
             },
+            "/v1/feedback": {"post": _op(
+                "Feedback on an answer you asked or were shown: verdict up/down and/or what fixed it "
+                "(404, as for an unknown job id, on an answer you did not get)",
+                _obj(("ok", "text", "job_id"), ok={"type": "boolean"}, text=s, job_id=s, request_id=rid),
+                errors=(*reading, "404", "408", "413"), body=_ref("Feedback"))},
             "/v1/channels": {"get": _op("Channels the caller is a member of", _obj(
                 ("user", "channels"), user=s, channels={"type": "array", "items": s}, request_id=rid),
                 errors=reading)},
@@ -119,6 +126,10 @@ def spec() -> dict[str, Any]:
                 "Query": {**_obj(("query",), query={"type": "string", "minLength": 1, "maxLength": 4000},
                                  history={"type": ["array", "null"], "items": _ref("HistoryTurn")},
                                  review={"type": "boolean"})},
+                "Feedback": {**_obj(("job_id",), job_id={"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,100}$"},
+                                    verdict={"type": "string", "enum": ["", "up", "down"]},
+                                    fixed_by={"type": "string", "maxLength": FIXED_BY_MAX}),
+                             "description": "A verdict, a fix text (no control characters) or both"},
                 "HistoryTurn": _obj(("role", "text"), role={"type": "string", "enum": ["user", "assistant"]},
                                     text=s),
                 "Answer": _obj(("answer", "user", "request_id"), answer=s, answer_html=s,

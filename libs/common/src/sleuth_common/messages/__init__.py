@@ -35,7 +35,13 @@ from sleuth_common.messages.diagnostics import (
     McpServerReport,
 )
 from sleuth_common.messages.errors import ERROR_HEADER, BusErrorReply, ErrorKind
-from sleuth_common.messages.incidents import Incident, IncidentRecorded
+from sleuth_common.messages.incidents import (
+    FIXED_BY_MAX,
+    FeedbackReply,
+    FeedbackRequest,
+    Incident,
+    IncidentRecorded,
+)
 from sleuth_common.messages.jobs import (
     Action,
     AlertRef,
@@ -76,6 +82,7 @@ __all__ = [
     "CLUSTER_KINDS",
     "DIAGNOSTICS_USER",
     "ERROR_HEADER",
+    "FIXED_BY_MAX",
     "SEVERITIES",
     "Action",
     "AgentDiagnosticsReply",
@@ -94,6 +101,8 @@ __all__ = [
     "ClusterScope",
     "ErrorKind",
     "Evidence",
+    "FeedbackReply",
+    "FeedbackRequest",
     "Finding",
     "HistoryTurn",
     "Incident",

@@ -79,6 +79,9 @@ class IncidentIndex:
     def __contains__(self, job_id: str) -> bool:
         return job_id in self._state.docs
 
+    def get(self, job_id: str) -> Incident | None:
+        return self._state.docs.get(job_id)
+
     @property
     def pending(self) -> int:
         """Incidents not in the BM25 index yet."""

@@ -13,6 +13,8 @@
   the asker's scope whose name appears in the kept text. Decisive evidence read without a
   namespace (a node, a StorageClass, ``-A``) or a cluster-scoped root cause makes it
   ``cluster_wide_only``. A reader needs all of it on every cluster the record may be from.
+- **Who may give feedback**: the asker and the answer's readers (a channel's members: user names in
+  ``readers``, groups in ``reader_groups``) — see :mod:`._feedback`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Iterable, Sequence
 
 from sleuth_common.messages import Incident, InvestigationJob, InvestigationResult, ScopeReply
 
-__all__ = ["incident_of", "normalise", "visible_to"]
+__all__ = ["incident_of", "namespaces_named", "normalise", "visible_to"]
 
 _ITEM_CHARS = 160
 _CITED = re.compile(r"\bE\d{2,3}\b")
@@ -115,7 +117,14 @@ def incident_of(job: InvestigationJob, result: InvestigationResult, scope: Scope
         alerts=tuple(dict.fromkeys(a.labels["alertname"] for a in job.alerts if a.labels.get("alertname"))),
         signature=tuple(signature[:max_signature]), summary=summary, actions=actions,
         at=time.time() if now is None else now, user=job.requester.user, origin=job.origin,
+        readers=tuple(sorted({m.user for m in job.audience if m.user and m.user != job.requester.user})),
+        reader_groups=tuple(sorted({g for m in job.audience if not m.user for g in m.groups})),
     )
+
+
+def namespaces_named(text: str) -> set[str]:
+    """Namespaces ``text`` names explicitly (``Kind/ns/name``, ``-n ns``): a "fixed by" text."""
+    return set(_REF.findall(text)) | set(_NS_FLAG.findall(text))
 
 
 def _mentioned(texts: Iterable[str], namespaces: Iterable[str]) -> set[str]:

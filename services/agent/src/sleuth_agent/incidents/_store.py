@@ -161,6 +161,33 @@ class IncidentMemory:
             log.exception("seen-before search failed; answering without it", extra={"job_id": query.job_id})
         return []
 
+    async def find(self, job_id: str) -> Incident | None:
+        """The incident of ``job_id`` as Redis holds it (the index, without Redis). Raises
+        ``RedisError``/``OSError``/``TimeoutError`` when Redis fails — never falls back to the
+        index then, so whether a job exists never shows in how a failure reads."""
+        if self._store is None:
+            return self.index.get(job_id)
+        async with asyncio.timeout(self.settings.redis_timeout):
+            return await self._store.get(job_id)
+
+    async def replace(self, incident: Incident) -> bool:
+        """Store ``incident`` in place of its earlier record (feedback), then index and announce it.
+        False (nothing changed anywhere) when Redis cannot store it."""
+        if self._store is not None:
+            try:
+                async with asyncio.timeout(self.settings.redis_timeout):
+                    await self._store.put(incident)
+            except (RedisError, OSError, TimeoutError) as e:
+                log.warning("feedback not stored (%s)", e, extra={"job_id": incident.job_id})
+                return False
+        self.index.add([incident])
+        if self._announce is not None:
+            try:
+                await self._announce(IncidentRecorded(incident=incident))
+            except (NatsError, OSError, TimeoutError):  # the others load it from Redis at their next start
+                log.warning("feedback not announced", exc_info=True, extra={"job_id": incident.job_id})
+        return True
+
     async def record(self, incident: Incident) -> bool:
         """Store, announce and index ``incident`` (after its answer is out). False when it could
         not be stored (logged; the other agents still hear of it)."""

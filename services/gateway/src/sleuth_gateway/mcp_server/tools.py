@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -33,17 +33,18 @@ from mcp.types import CallToolResult, ListToolsResult, TextContent, ToolAnnotati
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 
-from sleuth_common.messages import JobProgress
+from sleuth_common.messages import FIXED_BY_MAX, JobProgress
 from sleuth_gateway import asking, handlers
 from sleuth_gateway.auth import Identity
 from sleuth_gateway.commands import Command, parse_command, run_command
 from sleuth_gateway.conversation import answer_message, question_message
 from sleuth_gateway.errors import ApiError, Busy, Unauthorized
+from sleuth_gateway.feedback import give_feedback
 from sleuth_gateway.runtime import Gateway
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CALLER_KEY", "OFFERS", "AskAnswer", "Audience", "Caller", "build_server", "signed_in"]
+__all__ = ["CALLER_KEY", "OFFERS", "AskAnswer", "Audience", "Caller", "FeedbackAnswer", "build_server", "signed_in"]
 
 CALLER_KEY = "mcp_caller"
 """Where the endpoint leaves the ``Caller`` in the request's state."""
@@ -72,7 +73,7 @@ async def signed_in(gw: Gateway, identity: Identity) -> bool:
     return True
 
 
-OFFERS: dict[str, Audience] = {"ask": signed_in, "whoami": signed_in}
+OFFERS: dict[str, Audience] = {"ask": signed_in, "whoami": signed_in, "feedback": signed_in}
 """Each tool and who it is offered to; a tool without an entry is offered to nobody. An
 admin-only tool gets an audience that asks authz-cache (e.g. cluster-wide on every cluster)."""
 
@@ -88,6 +89,15 @@ class AskAnswer(BaseModel):
     user: str = Field(description="Who asked, as Sleuth authenticated the bearer token.")
     job_id: str | None = Field(default=None, description="The investigation's id (absent for a command).")
     command: str | None = Field(default=None, description="The command answered (absent for a question).")
+    request_id: str = Field(description="The HTTP request's id, as in the gateway's logs.")
+
+
+class FeedbackAnswer(BaseModel):
+    """The structured content of ``feedback``: what ``POST /v1/feedback`` answers."""
+
+    ok: bool
+    text: str = Field(description="What Sleuth did with it.")
+    job_id: str
     request_id: str = Field(description="The HTTP request's id, as in the gateway's logs.")
 
 
@@ -116,6 +126,11 @@ _ASK = (
     "request_id} where result has status (diagnosed, healthy, insufficient_evidence, denied, "
     "error), root_cause, evidence and actions."
 )
+_FEEDBACK = (
+    "Tell Sleuth whether an answer you got (by its job_id from `ask`) was right: verdict 'up' or "
+    "'down', and/or fixed_by: what actually fixed the problem (shown to your team when the same "
+    "failure comes back). Only the person who asked, or who was shown the answer, may."
+)
 _WHOAMI = (
     "Who Sleuth thinks you are (user, groups) and what you may read: per cluster, cluster-wide or "
     "the namespaces. Use it when an answer says something is outside your access."
@@ -136,8 +151,15 @@ ClusterName = Annotated[
 ]
 
 
+JobId = Annotated[str, Field(description="The answer's job_id (from `ask`).", min_length=1, max_length=100,
+                             pattern=r"^[A-Za-z0-9_.-]+$")]
+VerdictArg = Annotated[
+    Literal["up", "down"] | None, Field(description="'up': the answer was right; 'down': it was wrong.")]
+FixedBy = Annotated[str | None, Field(description="What fixed it, in a sentence.", max_length=FIXED_BY_MAX)]
+
+
 def build_server(gw: Gateway) -> MCPServer[Any]:
-    """The MCP server with ``ask`` and ``whoami`` for ``gw`` (no transport yet)."""
+    """The MCP server with ``ask``, ``feedback`` and ``whoami`` for ``gw`` (no transport yet)."""
     level = gw.settings.logging.level.upper()
     # MCPServer calls logging.basicConfig; a placeholder handler makes that a no-op, so the
     # process keeps its own logging (JSON in deployments).
@@ -159,6 +181,12 @@ def build_server(gw: Gateway) -> MCPServer[Any]:
     ) -> Annotated[CallToolResult, AskAnswer]:
         return await _counted(gw, "ask", ctx, lambda caller: _ask(gw, caller, ctx, question, cluster))
 
+    async def feedback(
+        job_id: JobId, ctx: Context, verdict: VerdictArg = None, fixed_by: FixedBy = None
+    ) -> Annotated[CallToolResult, FeedbackAnswer]:
+        return await _counted(gw, "feedback", ctx,
+                              lambda caller: _feedback(gw, caller, job_id, verdict or "", fixed_by or ""))
+
     async def whoami(ctx: Context) -> Annotated[CallToolResult, WhoAmI]:
         return await _counted(gw, "whoami", ctx, lambda caller: _whoami(_request(ctx)))
 
@@ -168,6 +196,14 @@ def build_server(gw: Gateway) -> MCPServer[Any]:
         title="Ask Sleuth",
         description=_ASK,
         annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True),
+    )
+    server.add_tool(
+        feedback,
+        name="feedback",
+        title="Feedback on an answer",
+        description=_FEEDBACK,
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                    open_world_hint=False),
     )
     server.add_tool(
         whoami,
@@ -342,6 +378,13 @@ class _Progress:
             await self.send("working", f"still investigating ({round(time.monotonic() - self._t0)} s)")
         else:
             await self.send(item.stage, item.message)
+
+
+async def _feedback(gw: Gateway, caller: Caller, job_id: str, verdict: str, fixed_by: str) -> CallToolResult:
+    await handlers._take_read(gw, caller.identity)
+    reply = await give_feedback(gw, caller.identity, job_id, verdict, fixed_by, "mcp")
+    body = {"ok": reply.ok, "text": reply.text, "job_id": job_id, "request_id": caller.request_id}
+    return CallToolResult(content=[TextContent(type="text", text=reply.text)], structured_content=body)
 
 
 async def _whoami(request: Request) -> CallToolResult:
