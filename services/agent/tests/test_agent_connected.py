@@ -472,6 +472,9 @@ async def test_a_repeated_failure_shows_the_earlier_incident_and_never_another_t
             assert (mine.job_id, mine.user, mine.resource, mine.namespaces) == (
                 first.id, "alice", r1.root_cause.resource, ("team-a",))
             assert mine.signature and all(len(s) <= 160 for s in mine.signature)
+            # For `sleuth incidents export`: the question, and what the decisive evidence ran (never its output).
+            assert mine.question == "what is failing in team-a?"
+            assert mine.commands and all(c.startswith("kubectl ") and "-n team-a" in c for c in mine.commands)
             assert {k.decode() for k in await redis.keys("sleuth:agent:incidents:*")} == {
                 "sleuth:agent:incidents:by_time", f"sleuth:agent:incidents:doc:{first.id}"}
 

@@ -90,6 +90,23 @@ mcp_messages = st.one_of(
     ),
 ).map(lambda d: json.dumps(d).encode())
 
+
+
+def feedback_bodies(job_ids: list[str]) -> st.SearchStrategy[bytes]:
+    """Near-valid feedback on the jobs answered so far (so some is taken) and on anything else."""
+    near = st.fixed_dictionaries(
+        {"job_id": st.one_of(*[st.sampled_from(job_ids or ["none"])] * 4, st.text(max_size=120), st.integers(),
+                             st.none()),
+         "verdict": st.one_of(*[st.sampled_from(["up", "down"])] * 3, st.sampled_from(["", "UP", "meh"]),
+                              st.integers(), st.none())},
+        optional={
+            "fixed_by": st.one_of(st.text(max_size=80), st.text(min_size=495, max_size=510),
+                                  st.sampled_from(["a\x00b", "x\u202ey", "  "]), st.integers()),
+        },
+    ).map(lambda d: json.dumps(d).encode())
+    return st.one_of(raw_bodies, near, near, near)
+
+
 _header_text = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"), max_size=80)
 authorizations = st.one_of(
     st.just("Bearer t-alice"),
@@ -130,7 +147,8 @@ def _check(resp: httpx.Response, endpoint: str) -> None:
         assert body.get("request_id") == rid, (endpoint, body, rid)
 
 
-def _fuzz(url: str, phase: str, counts: Counter[str], errors: Counter[str], accepted: Counter[str]) -> None:
+def _fuzz(url: str, phase: str, counts: Counter[str], errors: Counter[str], accepted: Counter[str],
+          job_ids: list[str]) -> None:
     """One phase; runs in a thread: the gateway serves on the test's event loop meanwhile."""
     client = httpx.Client(base_url=url, timeout=REQUEST_TIMEOUT)
 
@@ -176,8 +194,15 @@ def _fuzz(url: str, phase: str, counts: Counter[str], errors: Counter[str], acce
     def reads(auth: str | None, rid: str | None, path: str, query: str) -> None:
         send("GET /v1/*", "GET", path + query, None, _headers(auth, None, rid, None))
 
+    @FUZZ
+    @given(body=feedback_bodies(job_ids), auth=authorizations, ctype=content_types, rid=request_ids)
+    def feedback(body: bytes, auth: str | None, ctype: str | None, rid: str | None) -> None:
+        resp = send("POST /v1/feedback", "POST", "/v1/feedback", body, _headers(auth, ctype, rid, None))
+        if resp.status_code == 200:
+            accepted["feedback"] += 1
+
     with client:
-        {"query": query, "post": post, "mcp": mcp, "reads": reads}[phase]()
+        {"query": query, "post": post, "mcp": mcp, "reads": reads, "feedback": feedback}[phase]()
 
 
 async def test_every_gateway_entry_point_answers_fuzzed_requests_with_a_4xx_or_2xx(start_stack):
@@ -202,10 +227,14 @@ async def test_every_gateway_entry_point_answers_fuzzed_requests_with_a_4xx_or_2
             channel = await s.client.get("/v1/channels/shared/messages", headers={"Authorization": "Bearer t-alice"})
             return len(s.agent.jobs), entries, len(channel.json()["messages"])
 
-        for phase in ("query", "post", "mcp", "reads"):
+        for phase in ("query", "post", "mcp", "reads", "feedback"):
             before = await stored()
-            await asyncio.to_thread(_fuzz, s.url, phase, counts, errors, accepted)
+            kept = len(s.agent.feedback)
+            job_ids = sorted({j.id for j in s.agent.jobs if j.requester.user == "alice"})  # most requests are hers
+            await asyncio.to_thread(_fuzz, s.url, phase, counts, errors, accepted, job_ids)
             jobs, entries, posts = await stored()
+            # Feedback is kept exactly when it was answered 200: none half-stored, none from another phase.
+            assert len(s.agent.feedback) - kept == (accepted["feedback"] if phase == "feedback" else 0), phase
             # Only what was accepted left anything behind: a job for each investigation answered,
             # a question and an answer in the asker's conversation for each question answered,
             # the channel's messages exactly those answered; reads and MCP's refusals nothing.
@@ -216,7 +245,7 @@ async def test_every_gateway_entry_point_answers_fuzzed_requests_with_a_4xx_or_2
                 assert posts - before[2] == accepted["posts"], (posts, before, accepted)
             if phase in ("post", "reads"):
                 assert (jobs, entries) == before[:2], phase
-            if phase == "reads" or (phase == "mcp" and accepted["mcp"] == 0):
+            if phase in ("reads", "feedback") or (phase == "mcp" and accepted["mcp"] == 0):
                 assert (jobs, entries, posts) == before, phase
         for endpoint, n in sorted(counts.items()):
             print(f"fuzz gateway {endpoint}: {n} inputs tried, {errors[endpoint]} 5xx")
@@ -225,4 +254,5 @@ async def test_every_gateway_entry_point_answers_fuzzed_requests_with_a_4xx_or_2
         assert all(n >= 100 for n in counts.values()), counts
         # The fuzzer reached past the checks on every endpoint.
         assert accepted["jobs"] > 0 and accepted["posts"] > 0 and accepted["mcp"] > 0, accepted
+        assert accepted["feedback"] > 0, accepted
 

@@ -63,11 +63,24 @@ async def test_sign_in_ask_and_conversations_stay_private(start_stack, chromium)
             await expect(page.locator("#answer")).to_contain_text("<script>alert('x')</script>")
             assert await page.locator("#answer script").count() == 0
 
+            # 👎 and "fixed by" under the answer reach the agent as alice's feedback on that job; its reply shows.
+            block = page.locator("#current-feedback .feedback")
+            await block.locator("button[data-verdict='down']").click()
+            await expect(block.locator(".feedback-status")).to_contain_text("noted")
+            await block.locator(".fixed-by").fill("raised the memory limit to 1Gi")
+            await block.locator(".fixed-by").press("Enter")
+            await expect(block.locator(".fixed-by")).to_have_value("")
+            job_id = s.agent.jobs[-1].id
+            assert await block.get_attribute("data-job-id") == job_id
+            assert [(f.job_id, f.user, f.verdict, f.fixed_by) for f in s.agent.feedback] == [
+                (job_id, "alice", "down", ""), (job_id, "alice", "", "raised the memory limit to 1Gi")]
+
             # A reload keeps the session (sessionStorage) and shows the stored conversation.
             await page.reload()
             await expect(page.locator("#whoami")).to_contain_text("signed in as alice")
             await expect(page.locator("#conversation")).to_contain_text("why is api in team-a crashing?")
             await expect(page.locator("#conversation")).to_contain_text("E01")
+            await expect(page.locator(f"#conversation .feedback[data-job-id='{job_id}'] button")).to_have_count(3)
 
             # Sign out: nothing of alice's stays on screen.
             await page.click("#signout")

@@ -55,10 +55,14 @@ Test controls (thread-safe; call them from the test while the adapter runs):
         mm.typing_events, mm.ws_received, mm.connected(bot), mm.user(alice)   # alice as she is now
         mm.add_member(town, bob); mm.remove_member(town, bob, by=alice)
         mm.set_email(alice, "alice@corp.example"); mm.deactivate(bob)
+        mm.react_as(alice, post_id, "+1")                # a reaction (reaction_added)
         mm.drop_connections(); mm.refuse_connections(True); mm.revoke_token(bot.token)
         mm.set_down(True)                # 503 from "the proxy"; set_down(True, refuse=True): refused
 
-Not modelled: files, reactions, deletes, collapsed-threads events (``thread_updated``), statuses,
+- ``POST /reactions`` (only as oneself, on a post one may read) sends ``reaction_added`` to the
+  channel's members with ``data.reaction`` a JSON string of model.Reaction.
+
+Not modelled: files, removing reactions (and a post's ``has_reactions``), deletes, collapsed-threads events (``thread_updated``), statuses,
 ``posted_ack``, reliable-reconnect queues (a reconnect is always a new connection: hello again,
 seq from 0), before/after paging of channel posts (without ``since`` the newest page is
 returned, without the rest of its threads), the system posts and events of joining

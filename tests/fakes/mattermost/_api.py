@@ -71,6 +71,7 @@ class Rest(Events):
             Route(f"{API}/posts/{{post_id}}/patch", h(self._patch), methods=["PUT"]),
             Route(f"{API}/posts/{{post_id}}/thread", h(self._get_thread)),
             Route(f"{API}/posts/{{post_id}}", h(self._get_post)),
+            Route(f"{API}/reactions", h(self._new_reaction), methods=["POST"]),
         ]
 
     def _not_found_route(self) -> BaseRoute:
@@ -220,6 +221,11 @@ class Rest(Events):
         if not isinstance(req.body, dict):
             raise MattermostError(400, "api.context.invalid_body_param.app_error", name="post")
         return 201, self._create_post(req.me, req.body)
+
+    def _new_reaction(self, req: Req) -> tuple[int, Any]:
+        if not isinstance(req.body, dict):
+            raise MattermostError(400, "api.context.invalid_body_param.app_error", name="reaction")
+        return 200, self._react(req.me, req.body)
 
     def _patch(self, req: Req) -> tuple[int, Any]:
         if not isinstance(req.body, dict):

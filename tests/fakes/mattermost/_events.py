@@ -116,6 +116,29 @@ class Events(State):
         self._publish("post_edited", {"post": go_json(rendered)}, channel_id=post["channel_id"])
         return rendered
 
+    def _react(self, user: User, body: dict[str, Any]) -> dict[str, Any]:
+        """SaveReactionForPost: only as oneself, on a post in a channel one may read; a repeat of the
+        same emoji is stored once. ``reaction_added`` goes to the channel's members with
+        ``data.reaction`` a JSON string of model.Reaction (app/reaction.go, sendReactionEvent)."""
+        post_id, emoji = body.get("post_id"), body.get("emoji_name")
+        if not isinstance(post_id, str) or not isinstance(emoji, str) or not emoji or len(emoji) > 64:
+            raise MattermostError(400, "api.context.invalid_body_param.app_error", name="reaction")
+        if body.get("user_id") != user.id:
+            raise MattermostError(403, "api.context.permissions.app_error")
+        with self._lock:
+            post = self._posts.get(post_id)
+            channel = self._channels.get(post["channel_id"]) if post is not None else None
+            if post is None or channel is None or (user.id not in self._members[channel.id] and channel.type != "O"):
+                raise MattermostError(403, "api.context.permissions.app_error")
+            now = self._now()
+            reaction = {  # model.Reaction, fields in declaration order
+                "user_id": user.id, "post_id": post_id, "emoji_name": emoji, "create_at": now,
+                "update_at": now, "delete_at": 0, "remote_id": None, "channel_id": channel.id,
+            }
+            self._reactions[(user.id, post_id, emoji)] = reaction
+        self._publish("reaction_added", {"reaction": go_json(reaction)}, channel_id=channel.id)
+        return reaction
+
     def _mentions(self, channel: Channel, sender_id: str, message: str) -> set[str]:
         """getExplicitMentionsAndKeywords: in a DM, the other side; elsewhere ``@username`` of a
         member and ``@channel``/``@all``/``@here``, outside code, and in a group message every

@@ -197,6 +197,11 @@ class FakeMattermost(Rest, Sockets):
             {"channel_id": id_of(channel), "message": message, "root_id": root_id, "props": props or {}},
         )
 
+    def react_as(self, user: User | str, post_id: str, emoji_name: str) -> dict[str, Any]:
+        """React as the user (``POST /reactions``: stored, and broadcast as ``reaction_added``)."""
+        uid = id_of(user)
+        return self._react(self._user(uid), {"user_id": uid, "post_id": post_id, "emoji_name": emoji_name})
+
     def edit_as(self, user: User | str, post_id: str, message: str) -> dict[str, Any]:
         return self._patch_post(self._user(id_of(user)), post_id, {"message": message})
 

@@ -68,6 +68,7 @@ class State:
         self._channels: dict[str, Channel] = {}
         self._members: dict[str, dict[str, Member]] = {}  # channel id -> user id -> member, join order
         self._posts: dict[str, dict[str, Any]] = {}  # creation order
+        self._reactions: dict[tuple[str, str, str], dict[str, Any]] = {}  # (user, post, emoji) → reaction
         self._pending: dict[str, str] = {}  # pending_post_id -> post id
         self._sockets: set[Conn] = set()
         self._down = False

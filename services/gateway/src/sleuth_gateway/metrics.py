@@ -86,6 +86,15 @@ class Metrics:
             ["outcome"],
             registry=self.registry,
         )
+        self.mattermost_feedback = Counter(
+            "sleuth_gateway_mattermost_feedback",
+            "Feedback in Mattermost by how (reaction: 👍/👎 on an answer; fixed_by: a \"fixed by:\" reply in its "
+            "thread) and outcome: taken, unknown (the agent took none from this person on that answer), "
+            "unmapped (no Kubernetes identity: ignored), refused, limited, unavailable (no identity lookup), "
+            "error.",
+            ["how", "outcome"],
+            registry=self.registry,
+        )
         self.mattermost_errors = Counter(
             "sleuth_gateway_mattermost_errors",
             "Mattermost posts whose handling crashed (logged with a reference; the listener goes on).",

@@ -114,6 +114,10 @@ class MattermostSettings(BaseModel):
     """Seconds per REST call to Mattermost."""
     answered_ttl: int = Field(default=7 * 86400, ge=60)
     """Seconds a handled post id is remembered (no post is answered twice, across replicas)."""
+    feedback_ttl: int = Field(default=90 * 86400, ge=60)
+    """Seconds the bot remembers which job an answer post (and its thread) is from, so a 👍/👎
+    reaction or a "fixed by:" reply there becomes feedback on it; like the agent's
+    ``incidents.max_age_days`` (feedback on a forgotten incident is refused anyway)."""
 
     def bot_token(self) -> SecretStr | None:
         if self.token_env and os.environ.get(self.token_env, "").strip():

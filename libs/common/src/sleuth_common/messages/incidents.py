@@ -66,6 +66,10 @@ class Incident(BaseModel):
     feedback_by: str = ""
     """Who gave the latest feedback."""
     feedback_at: float = 0.0
+    question: str = ""
+    """The asker's question (shortened), for ``sleuth incidents export``; never shown in an answer."""
+    commands: tuple[str, ...] = ()
+    """The commands of the decisive evidence (what ran, never what it returned), for the export."""
 
     def may_give_feedback(self, user: str, groups: tuple[str, ...] = ()) -> bool:
         """Whether ``user`` (with ``groups``) got this answer: the asker or one of its readers."""

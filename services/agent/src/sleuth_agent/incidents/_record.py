@@ -119,6 +119,8 @@ def incident_of(job: InvestigationJob, result: InvestigationResult, scope: Scope
         at=time.time() if now is None else now, user=job.requester.user, origin=job.origin,
         readers=tuple(sorted({m.user for m in job.audience if m.user and m.user != job.requester.user})),
         reader_groups=tuple(sorted({g for m in job.audience if not m.user for g in m.groups})),
+        question=_shorten(job.question, max_summary),
+        commands=tuple(dict.fromkeys(e.command for e in decisive if e.command))[:max_signature],
     )
 
 

@@ -47,6 +47,7 @@ from sleuth_gateway.mattermost._client import (
     MattermostError,
     MattermostRefused,
 )
+from sleuth_gateway.mattermost._feedback import AnswerFeedback, fixed_by_text
 from sleuth_gateway.mattermost._lease import Lease
 from sleuth_gateway.mattermost._people import People, PeopleUnavailable, Person
 from sleuth_gateway.mattermost._text import for_mattermost, mentions, split_post, without_mention
@@ -112,6 +113,7 @@ class MattermostAdapter:
         self._people: People | None = None
         self._lease: Lease | None = None
         self._memory: ConversationStore | None = None
+        self._feedback: AnswerFeedback | None = None
         self._prefix = f"{gw.settings.prefix}:gateway:mattermost"
         self._delay = cfg.reconnect_min
 
@@ -122,6 +124,8 @@ class MattermostAdapter:
         self._people = People(self.api, redis, f"{self.gw.settings.prefix}:gateway", self.cfg)
         self._lease = Lease(redis, f"{self._prefix}:lease", self.cfg.lease_ttl)
         self._memory = ConversationStore(redis, self._prefix, self.cfg.memory_ttl, max(1, self.cfg.memory_turns))
+        self._feedback = AnswerFeedback(self.gw, redis, self._people, self._prefix, self.cfg.feedback_ttl,
+                                        lambda: self.bot_id)
         self._run_task = asyncio.create_task(self._run(), name="mattermost")
 
     async def stop(self) -> None:
@@ -225,6 +229,14 @@ class MattermostAdapter:
                     continue
                 if isinstance(post, dict):
                     self._spawn(self._on_post(post, mention_ids, live=True), "mattermost-post")
+            elif kind == "reaction_added" and self._feedback is not None:
+                try:
+                    reaction = json.loads((event.get("data") or {}).get("reaction", ""))
+                except (ValueError, TypeError):
+                    log.warning("dropped a malformed Mattermost event")
+                    continue
+                if isinstance(reaction, dict):
+                    self._spawn(self._feedback.on_reaction(reaction), "mattermost-reaction")
             elif kind == "user_updated":
                 # An email changed, an account was (re)activated: map it again on its next post.
                 user = (event.get("data") or {}).get("user")
@@ -308,7 +320,8 @@ class MattermostAdapter:
                 # as that person. Nobody's question.
                 return self._ignored("webhook")
             channel = await self._channel(str(post.get("channel_id", "")))
-            if not channel.direct and not self._addressed(post, mention_ids, channel):
+            fix = await self._fix(post)
+            if fix is None and not channel.direct and not self._addressed(post, mention_ids, channel):
                 return self._ignored("not_mentioned")
             if not await self._claim(post_id):
                 return self._ignored("already_answered")
@@ -319,7 +332,10 @@ class MattermostAdapter:
             return
         done = False
         try:
-            await self._answer(post, channel)
+            if fix is not None:
+                await self._on_fix(channel, post, *fix)
+            else:
+                await self._answer(post, channel)
             done = True
         except asyncio.CancelledError:
             raise
@@ -333,6 +349,20 @@ class MattermostAdapter:
             done = True
         finally:
             await self._settle(post_id, done)
+
+    async def _fix(self, post: dict[str, Any]) -> tuple[str, str] | None:
+        """``(job id, text)`` of a "fixed by:" reply in the thread of one of the bot's answers, else None."""
+        text = fixed_by_text(without_mention(str(post.get("message", "")), self.bot_name))
+        if text is None or not post.get("root_id") or self._feedback is None:
+            return None
+        job_id = await self._feedback.job_of_thread(str(post["root_id"]))
+        return None if job_id is None else (job_id, text)
+
+    async def _on_fix(self, channel: _Channel, post: dict[str, Any], job_id: str, text: str) -> None:
+        assert self._feedback is not None
+        reply = await self._feedback.fixed_by(str(post.get("user_id", "")), job_id, text)
+        if reply is not None:
+            await self._say(channel, post, reply)
 
     def _addressed(self, post: dict[str, Any], mention_ids: list[str] | None, channel: _Channel) -> bool:
         if channel.type == "G":
@@ -619,8 +649,11 @@ class MattermostAdapter:
                 return
         parts = split_post(for_mattermost(answer), self.cfg.max_post_chars)
         await self.api.patch_post(working, parts[0])
+        posted = [working]
         for part in parts[1:]:
-            await self.api.create_post(channel.id, part, root_id=str(target["thread"]))
+            posted.append(str((await self.api.create_post(channel.id, part, root_id=str(target["thread"])))["id"]))
+        if self._feedback is not None:
+            await self._feedback.remember(job_id, posted, str(target["thread"]))
         key, text = str(target["memory"]), str(target["question"])
         await self._memory.append(key, question_message(text, rid))
         await self._memory.append(key, answer_message(answer, rid, job_id=job_id))

@@ -24,8 +24,50 @@
     }
   }
 
+  // 👍 / 👎 and "fixed by" under an answer that has a job id; clicks are handled once, on the document.
+  function feedbackBlock(jobId) {
+    const div = el("div", "feedback");
+    div.dataset.jobId = jobId;
+    const up = el("button", "secondary", "👍");
+    up.type = "button"; up.dataset.verdict = "up"; up.title = "this answer helped";
+    const down = el("button", "secondary", "👎");
+    down.type = "button"; down.dataset.verdict = "down"; down.title = "this answer was wrong";
+    const form = el("form", "feedback-fix row");
+    const fix = el("input", "fixed-by");
+    fix.maxLength = 500; fix.autocomplete = "off"; fix.placeholder = "fixed by… (what actually fixed it)";
+    const send = el("button", "secondary", "Send");
+    send.type = "submit";
+    form.append(fix, send);
+    div.append(up, down, form, el("span", "feedback-status"));
+    return div;
+  }
+
+  async function sendFeedback(div, body) {
+    const my = epoch;
+    const status = div.querySelector(".feedback-status");
+    const buttons = div.querySelectorAll("button");
+    for (const b of buttons) b.disabled = true;
+    status.textContent = "";
+    try {
+      const resp = await api("/v1/feedback", {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(Object.assign({ job_id: div.dataset.jobId }, body)) });
+      if (my !== epoch) return false;
+      if (!resp.ok) { status.textContent = await errorText(resp); return false; }
+      const reply = await resp.json();
+      if (my !== epoch) return false;
+      status.textContent = reply.text || "thanks";
+      return true;
+    } catch (e) {
+      if (my === epoch) status.textContent = "cannot reach Sleuth: " + e.message;
+      return false;
+    } finally {
+      for (const b of buttons) b.disabled = false;
+    }
+  }
+
   // Only server-rendered Markdown (markdown-it, raw HTML disabled) ever goes to innerHTML.
-  function assistantBubble(html, text, evidence) {
+  function assistantBubble(html, text, evidence, jobId) {
     const li = el("li", "msg assistant");
     li.append(el("span", "who", "sleuth"));
     const body = el("div", "answer");
@@ -36,6 +78,7 @@
       fillEvidence(ol, evidence);
       li.append(ol);
     }
+    if (jobId) li.append(feedbackBlock(jobId));
     return li;
   }
 
@@ -52,6 +95,7 @@
     $("answer").replaceChildren();
     delete $("answer").dataset.status;
     $("evidence").replaceChildren();
+    $("current-feedback").replaceChildren();
   }
 
   function clearView() {
@@ -221,7 +265,7 @@
     const list = $("conversation");
     list.replaceChildren();
     for (const m of body.messages || []) {
-      list.append(m.role === "user" ? userBubble(m.text) : assistantBubble(m.html, m.text, m.evidence));
+      list.append(m.role === "user" ? userBubble(m.text) : assistantBubble(m.html, m.text, m.evidence, m.job_id));
     }
   }
 
@@ -241,6 +285,7 @@
       for (const n of $("evidence").childNodes) ol.append(n.cloneNode(true));
       li.append(ol);
     }
+    for (const n of $("current-feedback").childNodes) li.append(n.cloneNode(true));
     $("conversation").append(li);
     resetCurrent();
   }
@@ -260,6 +305,8 @@
     $("answer").innerHTML = d.answer_html || "";
     if (d.result && d.result.status) $("answer").dataset.status = d.result.status;
     fillEvidence($("evidence"), (d.result && d.result.evidence) || []);
+    $("current-feedback").replaceChildren();
+    if (d.job_id) $("current-feedback").append(feedbackBlock(d.job_id));
     scrollDown();
   }
 
@@ -379,6 +426,18 @@
   });
   $("channel-form").addEventListener("submit", sendToChannel);
   $("ask-form").addEventListener("submit", ask);
+  document.addEventListener("click", (ev) => {
+    const b = ev.target.closest(".feedback button[data-verdict]");
+    if (b && token) sendFeedback(b.closest(".feedback"), { verdict: b.dataset.verdict });
+  });
+  document.addEventListener("submit", async (ev) => {
+    const form = ev.target.closest("form.feedback-fix");
+    if (!form) return;
+    ev.preventDefault();
+    const input = form.querySelector(".fixed-by");
+    const text = input.value.trim();
+    if (text && token && await sendFeedback(form.closest(".feedback"), { fixed_by: text })) input.value = "";
+  });
   $("question").addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); $("ask-form").requestSubmit(); }
   });
