@@ -225,7 +225,7 @@ def test_feedback_reaches_seen_before_and_is_taken_only_from_who_got_the_answer(
     assert family not in other.text and resource not in other.text and resource.split("/")[-1] not in other.text
 
     again = ask(stack, "alice", question).json()["answer"]
-    assert f"Fixed by: {fix}" in again[again.index("**Seen before**"):], again
+    assert f"Fixed by: `{fix}`" in again[again.index("**Seen before**"):], again
 
 
 def test_alice_asking_about_team_b_gets_an_access_answer(stack: Stack, demo_snapshot: Path) -> None:

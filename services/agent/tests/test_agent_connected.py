@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -23,6 +24,8 @@ from sleuth_common.identity import IdentitySigner, generate_keypair
 from sleuth_common.messages import (
     AlertRef,
     ClusterScope,
+    InventoryReply,
+    InventoryRequest,
     InvestigationJob,
     InvestigationResult,
     JobProgress,
@@ -105,11 +108,29 @@ async def authz_responder(nc: Nats) -> AsyncIterator[None]:
         out = ScopeReply(user=req.user, groups=req.groups, clusters=SCOPES.get(req.user, {}))
         await msg.respond(out.to_bytes())
 
+    async def inventory(msg: Any) -> None:  # authz-cache's name inventory, from the demo snapshot's objects
+        req = InventoryRequest.model_validate_json(msg.data)
+        await msg.respond(InventoryReply(cluster=req.cluster, names=_demo_inventory()).to_bytes())
+
     sub = await nc.subscribe(SUBJECTS.authz_scope, queue="authz", cb=reply)
+    inv = await nc.subscribe(SUBJECTS.authz_inventory, queue="authz", cb=inventory)
     try:
         yield
     finally:
         await sub.unsubscribe()
+        await inv.unsubscribe()
+
+
+@functools.cache
+def _demo_inventory() -> dict[str, tuple[str, ...]]:
+    names: dict[str, set[str]] = {}
+    for f in (Path(__file__).resolve().parents[3] / "scenarios" / "demo" / "cluster").glob("*.yaml"):
+        for doc in yaml.safe_load_all(f.read_text()):
+            for obj in (doc or {}).get("items", [doc]) if doc else []:
+                meta = obj.get("metadata") or {}
+                if meta.get("namespace") and obj.get("kind") != "Event":
+                    names.setdefault(meta["namespace"], set()).add(meta["name"])
+    return {ns: tuple(sorted(n)) for ns, n in names.items()}
 
 
 @contextlib.asynccontextmanager

@@ -63,14 +63,19 @@ def channel_incident(id: str, at: float) -> Any:
     {"job_id": "j1", "user": "alice", "fixed_by": "x" * 501},
     {"job_id": "j1", "user": "alice", "fixed_by": "raised it\x1b[31m"},
     {"job_id": "j1", "user": "alice", "fixed_by": "raised\u202eit"},
+    # one line of visible text: it is shown to others, it may not break out of its line or hide
+    {"job_id": "j1", "user": "alice", "fixed_by": "raised it\n\n# Root cause"},
+    {"job_id": "j1", "user": "alice", "fixed_by": "raised\tit"},
+    {"job_id": "j1", "user": "alice", "fixed_by": "raised\u200bit"},
+    {"job_id": "j1", "user": "alice", "fixed_by": "raised\u200fit"},
     {"job_id": "../j1 x", "user": "alice", "verdict": "up"},
     {"job_id": "j1", "user": "", "verdict": "up"},
 ])
 def test_malformed_feedback_is_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         FeedbackRequest(**bad)
-    assert FeedbackRequest(job_id="j1", user="a", fixed_by="  raised the limit\n to 1Gi ").fixed_by == (
-        "raised the limit\n to 1Gi")
+    assert FeedbackRequest(job_id="j1", user="a", fixed_by="  raised the limit to 1Gi ").fixed_by == (
+        "raised the limit to 1Gi")
 
 
 @contextlib.asynccontextmanager
@@ -141,7 +146,7 @@ async def test_only_the_asker_and_readers_give_feedback_and_others_learn_nothing
                 while (i := other.index.get("job-1")) is None or i.fixed_by != stored.fixed_by:  # noqa: ASYNC110
                     await asyncio.sleep(0.02)
             hits = await other.search(channel_incident("job-2", now), ALICE)
-            assert "Fixed by: raised the limit to 1Gi" in seen_before_section(hits)
+            assert "Fixed by: `raised the limit to 1Gi`" in seen_before_section(hits)
             assert registry.get_sample_value("sleuth_agent_feedback_total",
                                              {"verdict": "down", "family": asked.family}) == 1
 

@@ -212,7 +212,7 @@ def test_the_section_says_when_and_what_fixed_it() -> None:
     text = seen_before_section([SeenBefore(i, 3, 1.0)], now=NOW)
     assert text.startswith("**Seen before** (in your scope):\n- 2027-01-12 ")
     assert "(3 d ago) — the same failure of `Deployment/team-a/api` (oom_killed): Container api" in text
-    assert "Fixed by: raised the limit to 1Gi" in text
+    assert "Fixed by: `raised the limit to 1Gi`" in text
     assert seen_before_section([]) == ""
 
 

@@ -70,6 +70,7 @@ from sleuth_common.messages.audit import (
     entry_of_origin,
 )
 from sleuth_common.messages.jobs import ResultStatus
+from sleuth_common.scope import ForeignNames
 from sleuth_common.subjects import Subjects
 
 __all__ = ["AUTHZ_UNAVAILABLE", "JobHandler"]
@@ -349,11 +350,29 @@ class JobHandler:
         if incident is None:
             return result, None
         section = seen_before_section(await self.incidents.search(incident, scope))
+        if section:
+            section = await self._within_scope(section, scope)
         if not section:
             return result, incident
         self.metrics.seen_before_hits.labels(incident.family).inc()
         answer = f"{result.answer_markdown.rstrip()}\n\n{section}\n"
         return result.model_copy(update={"answer_markdown": answer}), incident
+
+    async def _within_scope(self, text: str, scope: ScopeReply) -> str:
+        """``text`` (people's words: summaries, fixes) with every line that names an object or a
+        namespace outside ``scope`` withheld, as the scope filter does for tool output; "" when that
+        cannot be checked (no names inventory for a cluster the scope is not cluster-wide on)."""
+        for cluster, cs in scope.clusters.items():
+            if cs.cluster_wide:
+                continue
+            try:
+                inventory = await asyncio.wait_for(self._inventory(cluster), self.settings.authz.request_timeout)
+            except Exception:  # whatever fails, the section is left out, never the answer
+                inventory = {}
+            if not inventory:
+                return ""
+            text, _ = ForeignNames.build(inventory, cs.namespaces).withhold_lines(text)
+        return text
 
     async def _with_runbook(self, job: InvestigationJob, scope: ScopeReply,
                             result: InvestigationResult) -> InvestigationResult:

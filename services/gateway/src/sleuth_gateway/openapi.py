@@ -129,7 +129,7 @@ def spec() -> dict[str, Any]:
                 "Feedback": {**_obj(("job_id",), job_id={"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,100}$"},
                                     verdict={"type": "string", "enum": ["", "up", "down"]},
                                     fixed_by={"type": "string", "maxLength": FIXED_BY_MAX}),
-                             "description": "A verdict, a fix text (no control characters) or both"},
+                             "description": "A verdict, a fix text (one line: no control or invisible formatting characters) or both"},
                 "HistoryTurn": _obj(("role", "text"), role={"type": "string", "enum": ["user", "assistant"]},
                                     text=s),
                 "Answer": _obj(("answer", "user", "request_id"), answer=s, answer_html=s,

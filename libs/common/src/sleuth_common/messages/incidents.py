@@ -12,6 +12,7 @@ readers who may read every namespace it names (``namespaces``) on every cluster 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -102,8 +103,12 @@ class FeedbackRequest(Message):
     @field_validator("fixed_by")
     @classmethod
     def _plain_text(cls, value: str) -> str:
-        if _CONTROL.search(value):
-            raise ValueError("control characters are not allowed in the fix text")
+        """One line of plain text: no control character (tabs and line breaks included) and no
+        invisible formatting character (Unicode category Cf: bidi marks, zero-width spaces …) —
+        others read it, so it may not reorder, hide or break out of the line it is shown in."""
+        if _CONTROL.search(value) or any(unicodedata.category(c) in ("Cc", "Cf") for c in value):
+            raise ValueError("control and invisible formatting characters (line breaks, tabs, bidi marks, "
+                             "zero-width spaces) are not allowed in the fix text")
         return value.strip()
 
     @model_validator(mode="after")

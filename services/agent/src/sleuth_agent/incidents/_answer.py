@@ -35,6 +35,14 @@ def _first_sentence(text: str) -> str:
     return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 1] + "…"
 
 
+def plain_span(text: str, limit: int = 300) -> str:
+    """A person's free text as one inline code span: no Markdown, link, image, heading or mention
+    of it renders (in the web chat or Mattermost), whatever it holds."""
+    flat = " ".join(text.replace("`", "'").split())
+    flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return f"`{flat}`" if flat else ""
+
+
 def seen_before_section(hits: Sequence[SeenBefore], *, now: float | None = None) -> str:
     """Markdown for ``hits`` ("" for none)."""
     if not hits:
@@ -47,7 +55,7 @@ def seen_before_section(hits: Sequence[SeenBefore], *, now: float | None = None)
         what = f"{_WHY[hit.rank]} `{i.resource}` ({i.family})" if hit.rank > 1 else f"{_WHY[1]} `{i.family}` on `{i.resource}`"
         line = f"- {when} ({_ago(now - i.at)}) — {what}: {_first_sentence(i.summary)}"
         if i.fixed_by:
-            line += f"\n  Fixed by: {_first_sentence(i.fixed_by)}"
+            line += f"\n  Fixed by: {plain_span(i.fixed_by)}"
         elif i.verdict == "down":
             line += "\n  That answer was marked wrong."
         lines.append(line)

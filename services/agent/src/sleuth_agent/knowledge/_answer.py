@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from sleuth_agent.knowledge._runbooks import Runbook
+from sleuth_agent.knowledge._runbooks import Runbook, md_plain, no_images
 from sleuth_agent.knowledge._search import Hit, Visibility, query_tags
 from sleuth_common.messages import InvestigationJob, InvestigationResult, ScopeReply
 
@@ -64,11 +64,11 @@ def visibilities(job: InvestigationJob, scope: ScopeReply) -> list[Visibility]:
 def runbook_line(hit: Hit) -> str:
     """``**Runbook:** *Title* (`id`) — step 3 applies: …`` (Markdown, one paragraph)."""
     rb = hit.runbook
-    line = f"**Runbook:** *{rb.title}* (`{rb.id}`)"
+    line = f"**Runbook:** *{md_plain(rb.title)}* (`{rb.id}`)"
     if hit.step is not None:
         n, text = hit.step
         text = text if len(text) <= _STEP_CHARS else text[: _STEP_CHARS - 1] + "…"
-        return f"{line} — step {n} applies: {text}"
+        return f"{line} — step {n} applies: {no_images(text)}"
     return f"{line}, for {', '.join(f'`{t}`' for t in hit.matched_tags)}"
 
 
@@ -145,12 +145,12 @@ def expected_note(rb: Runbook, result: InvestigationResult) -> str:
     which instruction, and that the finding follows in full."""
     rc = result.root_cause
     assert rb.suppress is not None and rc is not None
-    return (f"**Expected** — standing instruction *{rb.title}* (`{rb.id}`) marks {rb.suppress.describe()} as "
+    return (f"**Expected** — standing instruction *{md_plain(rb.title)}* (`{rb.id}`) marks {rb.suppress.describe()} as "
             f"expected: {' '.join(rb.body.split())}\n\nWhat it marks: `{rc.family}` on `{rc.resource}`. "
             "The finding follows in full; tell your platform team if this is not the expected case.")
 
 
 def footnote(instructions: Sequence[Runbook]) -> str:
     """The last line of an answer shaped by standing instructions."""
-    names = ", ".join(f"*{rb.title}* (`{rb.id}`)" for rb in instructions)
+    names = ", ".join(f"*{md_plain(rb.title)}* (`{rb.id}`)" for rb in instructions)
     return f"*Shaped by standing instruction{'s' if len(instructions) > 1 else ''}: {names}.*"

@@ -19,7 +19,7 @@ from faststream.nats import NatsRouter
 from prometheus_client import Counter
 from redis.exceptions import RedisError
 
-from sleuth_agent.knowledge._runbooks import Runbook, RunbookError, parse_runbook
+from sleuth_agent.knowledge._runbooks import Runbook, RunbookError, md_plain, no_images, parse_runbook
 from sleuth_agent.knowledge._search import Visibility
 from sleuth_agent.knowledge._store import Knowledge, RunbookStore
 from sleuth_common.bus import TemporaryBusError, error_replies
@@ -68,7 +68,7 @@ class KbResponder:
         mine = [r for r in self.knowledge.index.runbooks if self._visible(req, r)]
         if not mine:
             return KbReply(ok=True, text="No runbooks you can read yet.")
-        rows = [f"| `{r.id}` | {r.title}{' (standing instruction)' if r.type == 'instruction' else ''} | "
+        rows = [f"| `{r.id}` | {md_plain(r.title)}{' (standing instruction)' if r.type == 'instruction' else ''} | "
                 f"{', '.join(f'`{t}`' for t in r.tags) or '—'} | {_origin(r)} |" for r in mine[:_LIST_MAX]]
         more = f"\n\n…and {len(mine) - _LIST_MAX} more." if len(mine) > _LIST_MAX else ""
         head = f"**Runbooks** ({len(mine)}): `kb show <id>` for one.\n\n| id | title | tags | from |\n|---|---|---|---|\n"
@@ -81,7 +81,7 @@ class KbResponder:
         tags = ", ".join(f"`{t}`" for t in rb.tags) or "none"
         kind = "" if rb.suppress is None else f"; marks {rb.suppress.describe()} as expected"
         kind = f"standing instruction{kind}; " if rb.type == "instruction" else ""
-        return KbReply(ok=True, text=f"**{rb.title}** (`{rb.id}`, {kind}{_origin(rb)}; tags: {tags})\n\n{rb.body}")
+        return KbReply(ok=True, text=f"**{md_plain(rb.title)}** (`{rb.id}`, {kind}{_origin(rb)}; tags: {tags})\n\n{no_images(rb.body)}")
 
     async def _add(self, req: KbRequest) -> KbReply:
         kb = self.knowledge
@@ -103,7 +103,7 @@ class KbResponder:
         await kb.refresh(force=True)
         what = "Replaced" if current is not None else "Added"
         tags = ", ".join(f"`{t}`" for t in rb.tags) or "no tags"
-        return KbReply(ok=True, text=f"{what} `{rb.id}`: *{rb.title}* ({tags}).")
+        return KbReply(ok=True, text=f"{what} `{rb.id}`: *{md_plain(rb.title)}* ({tags}).")
 
     async def _rm(self, req: KbRequest) -> KbReply:
         current = self._find(req.id)

@@ -39,7 +39,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 
-__all__ = ["MAX_INSTRUCTION", "TAG_KINDS", "Runbook", "RunbookError", "Suppression", "parse_runbook"]
+__all__ = ["MAX_INSTRUCTION", "TAG_KINDS", "Runbook", "RunbookError", "Suppression", "md_plain", "no_images",
+           "parse_runbook"]
 
 TAG_KINDS = frozenset({"alert", "family", "workload", "namespace", "cluster", "kind"})
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -53,6 +54,24 @@ MAX_INSTRUCTION = 1000
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_TITLE = 200
 MAX_TAGS = 50
+
+
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
+
+
+_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+
+
+def no_images(text: str) -> str:
+    """Markdown images as their alt text: a runbook shown to a tenant never makes their browser or
+    chat client fetch a URL (a tracking pixel)."""
+    return _IMAGE.sub(lambda m: f"[image: {m[1]}]" if m[1] else "[image]", text)
+
+
+def md_plain(text: str) -> str:
+    """``text`` with every Markdown (and table) character escaped: a title shows as written, never as a
+    link, an image, emphasis or extra table cells."""
+    return _MARKDOWN.sub(r"\\\1", text)
 
 
 class RunbookError(ValueError):
@@ -146,6 +165,7 @@ def parse_runbook(text: str, *, id: str, source: str = "", max_bytes: int = 65_5
         else:
             raise RunbookError("front matter is not closed by a line '---'")
     try:
+        _no_duplicate_keys(yaml.compose(text[4:end], Loader=_LOADER))
         meta = yaml.load(text[4:end], Loader=_LOADER)  # a safe loader (libyaml's when present)
     except yaml.YAMLError as e:
         where = getattr(e, "problem_mark", None)
@@ -181,6 +201,22 @@ def parse_runbook(text: str, *, id: str, source: str = "", max_bytes: int = 65_5
                    suppress=suppress)
 
 
+def _no_duplicate_keys(node: yaml.Node | None) -> None:
+    """YAML lets a key repeat and keeps the last: a reviewer reading ``tags: [namespace:team-b]`` first
+    would not see that a later ``tags:`` replaced it. Refused instead, at every level."""
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            name = str(getattr(key, "value", key))
+            if name in seen:
+                raise RunbookError(f"front matter key {name[:60]!r} is given twice")
+            seen.add(name)
+            _no_duplicate_keys(value)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _no_duplicate_keys(item)
+
+
 def _suppression(raw: object) -> Suppression:
     if not isinstance(raw, dict):
         raise RunbookError("suppress: must be a mapping {family, workload or alert, between, timezone}")
@@ -197,8 +233,9 @@ def _suppression(raw: object) -> Suppression:
         raise RunbookError("suppress must name the failure family it hides (suppress.family, no wildcard)")
     if not workload and not alert:
         raise RunbookError("suppress must name what it hides: suppress.workload (a glob) or suppress.alert")
-    if workload.strip("*?") == "" and not alert:
-        raise RunbookError("suppress.workload must name workloads, not match every one")
+    if workload and sum(c.isalnum() for c in workload) < 3:
+        raise RunbookError("suppress.workload must name workloads (at least 3 letters or digits, e.g. batch-*), "
+                           "not match nearly every one")
     between = None
     if values["between"] is not None:
         m = _WINDOW.match(str(values["between"]))

@@ -38,9 +38,10 @@ _FIXED_BY = re.compile(r"\s*fixed[ -]?by\s*:(.*)\Z", re.IGNORECASE | re.DOTALL)
 
 
 def fixed_by_text(message: str) -> str | None:
-    """What follows "fixed by:" at the start of ``message`` (any case), or None when it is no such reply."""
+    """What follows "fixed by:" at the start of ``message`` (any case), as one line (a reply over several
+    lines is joined: the fix is shown to others on one line), or None when it is no such reply."""
     match = _FIXED_BY.match(message)
-    return match.group(1).strip() if match else None
+    return " ".join(match.group(1).split()) if match else None
 
 
 class AnswerFeedback:
