@@ -117,17 +117,21 @@ async def test_eight_one_mib_posts_leave_valkey_small(start_alerts) -> None:
                         break
                     await asyncio.sleep(0.1)
             open_window = await used_memory(redis) - base
-            (post,) = await s.bus.wait_posts(1, within=30)
-            await asyncio.sleep(0.5)
+            await s.bus.wait_posts(1, within=30)
+            # A very slow upload can still split the posts over two windows: let a second one close too.
+            cfg = s.settings.alerts
+            await asyncio.sleep(cfg.window + 1.0)
+            posts = list(s.bus.posts)
+            assert 1 <= len(posts) <= 2, [p.meta for p in posts]
             retained = await used_memory(redis) - base
             assert open_window < 2_000_000, open_window
             assert retained < 1_000_000, retained
-            # The posted batch keeps no alerts and expires soon, not in 7 days.
-            cfg = s.settings.alerts
-            batch_key = f"sleuth:alerts:batch:{post.meta['batch']}"
-            assert not await redis.hexists(batch_key, "new")
+            # Every posted batch keeps no alerts and expires soon, not in 7 days.
             needed = cfg.window + cfg.investigation_timeout + cfg.answer_grace + cfg.batch_retention_margin
-            assert 0 < await redis.ttl(batch_key) <= needed
+            for post in posts:
+                batch_key = f"sleuth:alerts:batch:{post.meta['batch']}"
+                assert not await redis.hexists(batch_key, "new")
+                assert 0 < await redis.ttl(batch_key) <= needed
         finally:
             await redis.aclose()
 
