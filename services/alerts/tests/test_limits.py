@@ -118,11 +118,16 @@ async def test_eight_one_mib_posts_leave_valkey_small(start_alerts) -> None:
                     await asyncio.sleep(0.1)
             open_window = await used_memory(redis) - base
             await s.bus.wait_posts(1, within=30)
-            # A very slow upload can still split the posts over two windows: let a second one close too.
+            # On a loaded machine the posts can land in several windows (one per post, seen in CI): the
+            # property is the memory, so wait until no window is left open — no new post for a window.
             cfg = s.settings.alerts
-            await asyncio.sleep(cfg.window + 1.0)
+            async with asyncio.timeout(90):
+                while True:
+                    seen = len(s.bus.posts)
+                    await asyncio.sleep(cfg.window + 1.0)
+                    if len(s.bus.posts) == seen:
+                        break
             posts = list(s.bus.posts)
-            assert 1 <= len(posts) <= 2, [p.meta for p in posts]
             retained = await used_memory(redis) - base
             assert open_window < 2_000_000, open_window
             assert retained < 1_000_000, retained
