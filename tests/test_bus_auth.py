@@ -191,6 +191,13 @@ PUBLISH = [
     Pub("agent", "other.subject", False, "nothing outside the table"),
     Pub("agent", S.incidents_recorded, True, "incident memory: agents tell each other"),
     Pub("gateway", S.incidents_recorded, False, "nobody else can plant an incident"),
+    # `kb` and feedback say who asks: only the gateway, which authenticated them, may ask an agent
+    Pub("gateway", S.agent_kb, True, "`kb` for a person the gateway authenticated"),
+    Pub("alerts", S.agent_kb, False, "nobody else may add runbooks in someone's name"),
+    Pub("scheduler", S.agent_feedback, False, "nobody else may give feedback in someone's name"),
+    Pub("gateway", S.agent_feedback, True, "feedback for a person the gateway authenticated"),
+    Pub("agent", S.agent_kb_reply("_INBOX.gateway", "r1"), True, "the answer to `kb`, into its own inbox branch"),
+    Pub("agent", S.agent_feedback_reply("_INBOX.gateway", "r1"), True, "the answer to feedback, likewise"),
 ]
 
 
@@ -237,6 +244,8 @@ SUBSCRIBE = [
     Sub("agent", S.incidents_recorded, "agent", S.incidents_recorded, True, "every agent keeps an incident index"),
     Sub("gateway", S.incidents_recorded, "agent", S.incidents_recorded, False, "incidents name the asker's objects"),
     Sub(AUDIT_USER, f"{S.prefix}.incidents.>", "agent", S.incidents_recorded, False, "not an audit event"),
+    Sub("alerts", S.agent_kb, "gateway", S.agent_kb, False, "only agents answer `kb`"),
+    Sub("gateway", S.agent_feedback, "gateway", S.agent_feedback, False, "only agents take feedback"),
 ]
 
 

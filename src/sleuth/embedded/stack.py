@@ -491,20 +491,7 @@ class Stack:
     def _wait_healthy(self, proc: ManagedProcess, port: int, timeout: float = 30.0) -> None:
         """Until ``/readyz`` answers 200 (connected to what it needs and set up on it)."""
         wait_for_port(self.spec.host, port, timeout, proc.proc)
-        deadline = time.monotonic() + timeout
-        last = ""
-        while time.monotonic() < deadline:
-            if not proc.alive():
-                raise RuntimeError(f"{proc.name} exited:\n{proc.log_tail()}")
-            try:
-                r = httpx.get(f"http://{self.spec.host}:{port}/readyz", timeout=2)
-                if r.status_code == 200:
-                    return
-                last = r.text
-            except httpx.HTTPError as e:
-                last = str(e)
-            time.sleep(0.1)
-        raise TimeoutError(f"{proc.name} not ready on :{port}: {last}\n{proc.log_tail()}")
+        _until_ok(proc, f"http://{self.spec.host}:{port}/readyz", timeout, 0.1, f"not ready on :{port}")
 
     def stop(self) -> None:
         # Services first, all at once (SIGTERM to each, then wait), then the servers they use.
@@ -605,20 +592,26 @@ def restart_nats(stack: Stack, index: int = 0, *, kill: bool = False) -> NatsSer
 def wait_nats_healthy(node: NatsServer, timeout: float = 60.0) -> None:
     """Until the node's ``/healthz`` answers 200: for a cluster node, JetStream has a meta leader
     and the node has caught up with its streams."""
+    _until_ok(node, f"{node.monitor_url}/healthz", timeout, 0.2, "not healthy")
+
+
+def _until_ok(proc: ManagedProcess, url: str, timeout: float, interval: float, failing: str) -> None:
+    """Until ``url`` answers 200; RuntimeError when ``proc`` exits, TimeoutError (saying ``failing``,
+    the last answer and the log's tail) after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
-        if not node.alive():
-            raise RuntimeError(f"{node.name} exited:\n{node.log_tail()}")
+        if not proc.alive():
+            raise RuntimeError(f"{proc.name} exited:\n{proc.log_tail()}")
         try:
-            r = httpx.get(f"{node.monitor_url}/healthz", timeout=2)
+            r = httpx.get(url, timeout=2)
             if r.status_code == 200:
                 return
             last = r.text
         except httpx.HTTPError as e:
             last = str(e)
-        time.sleep(0.2)
-    raise TimeoutError(f"{node.name} not healthy: {last}\n{node.log_tail()}")
+        time.sleep(interval)
+    raise TimeoutError(f"{proc.name} {failing}: {last}\n{proc.log_tail()}")
 
 
 def stream_leader(stack: Stack, stream: str) -> int | None:

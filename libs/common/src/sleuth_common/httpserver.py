@@ -32,6 +32,7 @@ __all__ = [
     "SECURITY_HEADERS",
     "HeadTimeoutH11Protocol",
     "RequestIds",
+    "new_request_id",
     "raw_error",
     "request_id_of",
     "uvicorn_limits",
@@ -63,6 +64,16 @@ def _error_head(request_id: str, *extra: tuple[bytes, bytes]) -> list[tuple[byte
             (b"x-request-id", request_id.encode()), *extra]
 
 
+def new_request_id(scope: Any) -> str:
+    """The id of a new HTTP request: the caller's ``X-Request-Id`` when it looks like one (so a request
+    can be traced across systems), else a fresh one."""
+    for name, value in scope.get("headers", []):
+        if name == b"x-request-id":
+            incoming = value.decode("latin-1")
+            return incoming if _SAFE_ID.match(incoming) else uuid.uuid4().hex
+    return uuid.uuid4().hex
+
+
 def request_id_of(scope: Any) -> str:
     """The id :class:`RequestIds` gave this request ("" outside it)."""
     return str((scope.get("state") or {}).get("request_id", ""))
@@ -90,12 +101,7 @@ class RequestIds:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        incoming = ""
-        for name, value in scope.get("headers", []):
-            if name == b"x-request-id":
-                incoming = value.decode("latin-1")
-                break
-        request_id = incoming if _SAFE_ID.match(incoming) else uuid.uuid4().hex
+        request_id = new_request_id(scope)
         scope.setdefault("state", {})["request_id"] = request_id
         started = False
 

@@ -33,11 +33,11 @@ import httpx2
 from faststream.nats import NatsRouter
 from prometheus_client import Counter
 
+from sleuth_agent._responders import command_router
 from sleuth_agent.llm import LlmInvestigator
 from sleuth_agent.metrics import Metrics
 from sleuth_agent.settings import Settings
 from sleuth_agent.tools import signer_of
-from sleuth_common.bus import TemporaryBusError, error_replies
 from sleuth_common.config import McpServerSettings
 from sleuth_common.identity import AssertionAuth, Identity, IdentitySigner
 from sleuth_common.llm import FailoverClient, LlmSettings
@@ -260,17 +260,8 @@ DIAGNOSTICS_WORKERS = 4
 
 def diagnostics_router(responder: Callable[[], DiagnosticsResponder | None], subjects: Subjects, *,
                        crashes: Counter | None = None) -> NatsRouter:
-    """The subscriber of ``<prefix>.agent.diagnostics`` (queue group ``agent``: one agent answers);
-    ``responder`` gives the responder made once the agent is connected. The reply goes where the
-    request says (a branch of the gateway's inbox, ``Subjects.agent_diagnostics_reply``). A malformed
-    request gets a permanent error reply, a crash a temporary one."""
-    router = NatsRouter(middlewares=[error_replies(crashes, "agent")])
-
-    @router.subscriber(subjects.agent_diagnostics, queue=subjects.agent_queue, max_workers=DIAGNOSTICS_WORKERS)
-    async def diagnostics(req: AgentDiagnosticsRequest) -> AgentDiagnosticsReply:
-        current = responder()
-        if current is None:
-            raise TemporaryBusError("the agent is starting")
-        return await current.reply(req)
-
-    return router
+    """The subscriber of ``<prefix>.agent.diagnostics`` (see :func:`~sleuth_agent._responders.command_router`);
+    the reply goes to a branch of the gateway's inbox, ``Subjects.agent_diagnostics_reply``."""
+    return command_router(subjects.agent_diagnostics, subjects.agent_queue, AgentDiagnosticsRequest,
+                          AgentDiagnosticsReply, responder, name="diagnostics", workers=DIAGNOSTICS_WORKERS,
+                          crashes=crashes)

@@ -14,8 +14,6 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import re
-import uuid
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
 
@@ -38,6 +36,7 @@ from sleuth_alerts.payload import PayloadError, parse_payload
 from sleuth_alerts.settings import RouteSettings, Settings
 from sleuth_common.audit import AuditLog
 from sleuth_common.health import Readiness, alive
+from sleuth_common.httpserver import new_request_id
 from sleuth_common.messages.audit import AlertReceived
 from sleuth_common.subjects import Subjects
 
@@ -46,7 +45,6 @@ __all__ = ["WebhookServer", "webhook_app"]
 log = logging.getLogger(__name__)
 
 
-_SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _SECURITY_HEADERS = (
     (b"cache-control", b"no-store"),
     (b"x-content-type-options", b"nosniff"),
@@ -67,8 +65,7 @@ class _RequestIds:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        incoming = dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1")
-        request_id = incoming if _SAFE_ID.match(incoming) else uuid.uuid4().hex
+        request_id = new_request_id(scope)
         scope.setdefault("state", {})["request_id"] = request_id
         names = {name for name, _ in _SECURITY_HEADERS} | {b"x-request-id"}
 

@@ -6,16 +6,14 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-import re
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from sleuth_common.httpserver import API_CSP, SECURITY_HEADERS
+from sleuth_common.httpserver import API_CSP, SECURITY_HEADERS, new_request_id
 from sleuth_gateway.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -29,7 +27,6 @@ __all__ = [
     "on_finish",
 ]
 
-_SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 # On every response (sleuth_common.httpserver): no caching, no sniffing, no framing, no referrer;
 # and API_CSP unless the response has its own policy (the web chat's files do).
 _ALWAYS_NAMES = {name for name, _ in SECURITY_HEADERS} | {b"x-request-id"}
@@ -74,12 +71,7 @@ class RequestContextMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        incoming = ""
-        for name, value in scope.get("headers", []):
-            if name == b"x-request-id":
-                incoming = value.decode("latin-1")
-                break
-        request_id = incoming if _SAFE_ID.match(incoming) else uuid.uuid4().hex
+        request_id = new_request_id(scope)
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         cleanups: list[Cleanup] = []

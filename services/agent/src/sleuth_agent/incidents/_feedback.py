@@ -24,9 +24,9 @@ from faststream.nats import NatsRouter
 from prometheus_client import Counter
 from redis.exceptions import RedisError
 
+from sleuth_agent._responders import command_router
 from sleuth_agent.incidents._record import namespaces_named
 from sleuth_agent.incidents._store import IncidentMemory
-from sleuth_common.bus import TemporaryBusError, error_replies
 from sleuth_common.messages import FeedbackReply, FeedbackRequest
 from sleuth_common.subjects import Subjects
 
@@ -95,15 +95,6 @@ FEEDBACK_WORKERS = 4
 
 def feedback_router(responder: Callable[[], FeedbackResponder | None], subjects: Subjects, *,
                     crashes: Counter | None = None) -> NatsRouter:
-    """The subscriber of ``<prefix>.agent.feedback`` (queue group ``agent``); replies go where the
-    request says (a branch of the gateway's inbox). Malformed: a permanent error reply."""
-    router = NatsRouter(middlewares=[error_replies(crashes, "agent")])
-
-    @router.subscriber(subjects.agent_feedback, queue=subjects.agent_queue, max_workers=FEEDBACK_WORKERS)
-    async def feedback(req: FeedbackRequest) -> FeedbackReply:
-        current = responder()
-        if current is None:
-            raise TemporaryBusError("the agent is starting")
-        return await current.reply(req)
-
-    return router
+    """The subscriber of ``<prefix>.agent.feedback`` (see :func:`~sleuth_agent._responders.command_router`)."""
+    return command_router(subjects.agent_feedback, subjects.agent_queue, FeedbackRequest, FeedbackReply,
+                          responder, name="feedback", workers=FEEDBACK_WORKERS, crashes=crashes)

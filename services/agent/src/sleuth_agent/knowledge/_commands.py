@@ -19,10 +19,10 @@ from faststream.nats import NatsRouter
 from prometheus_client import Counter
 from redis.exceptions import RedisError
 
+from sleuth_agent._responders import command_router
 from sleuth_agent.knowledge._runbooks import Runbook, RunbookError, md_plain, no_images, parse_runbook
 from sleuth_agent.knowledge._search import Visibility
 from sleuth_agent.knowledge._store import Knowledge, RunbookStore
-from sleuth_common.bus import TemporaryBusError, error_replies
 from sleuth_common.messages import KbReply, KbRequest
 from sleuth_common.subjects import Subjects
 
@@ -130,15 +130,6 @@ KB_WORKERS = 4
 
 def kb_router(responder: Callable[[], KbResponder | None], subjects: Subjects, *,
               crashes: Counter | None = None) -> NatsRouter:
-    """The subscriber of ``<prefix>.agent.kb`` (queue group ``agent``); replies go where the request
-    says (a branch of the gateway's inbox). Malformed: a permanent error reply; a crash: temporary."""
-    router = NatsRouter(middlewares=[error_replies(crashes, "agent")])
-
-    @router.subscriber(subjects.agent_kb, queue=subjects.agent_queue, max_workers=KB_WORKERS)
-    async def kb(req: KbRequest) -> KbReply:
-        current = responder()
-        if current is None:
-            raise TemporaryBusError("the agent is starting")
-        return await current.reply(req)
-
-    return router
+    """The subscriber of ``<prefix>.agent.kb`` (see :func:`~sleuth_agent._responders.command_router`)."""
+    return command_router(subjects.agent_kb, subjects.agent_queue, KbRequest, KbReply, responder, name="kb",
+                          workers=KB_WORKERS, crashes=crashes)
